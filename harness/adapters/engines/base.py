@@ -1,0 +1,80 @@
+"""The engine interface and its registry: the only place that knows which engines exist."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Protocol
+
+from harness.core.classify import Dialect
+from harness.core.matrix import ReadyCheck
+
+
+@dataclass(frozen=True)
+class LaunchContext:
+    """What an engine needs to build its command line for one trial."""
+
+    python: str
+    host: str
+    port: int
+    model: str | None
+    tp: int
+    dp: int
+    ep: int
+    args: tuple[str, ...]
+    command: tuple[str, ...]
+    worktree: Path | None
+
+
+class Engine(Protocol):
+    """An inference server kind: how to start it, how its log reads, where its caches live."""
+
+    name: str
+
+    def argv(self, ctx: LaunchContext) -> list[str]:
+        """The server's command line as an argv list."""
+        ...
+
+    def dialect(self) -> Dialect:
+        """Engine-specific log rules for the classifier."""
+        ...
+
+    def ready(self, configured: ReadyCheck) -> ReadyCheck:
+        """The readiness check to use, given what the matrix configured."""
+        ...
+
+    def cache_env(self, cache_dir: Path) -> Mapping[str, str]:
+        """Env vars that point the engine's JIT/compile caches into cache_dir (per arm)."""
+        ...
+
+
+_REGISTRY: dict[str, Callable[[], Engine]] = {}
+
+
+def register(name: str) -> Callable[[Callable[[], Engine]], Callable[[], Engine]]:
+    """Class decorator: make an engine available under name."""
+    def deco(factory: Callable[[], Engine]) -> Callable[[], Engine]:
+        _REGISTRY[name] = factory
+        return factory
+    return deco
+
+
+def get_engine(name: str) -> Engine:
+    """The engine called name (KeyError if none)."""
+    return _REGISTRY[name]()
+
+
+def engine_names() -> tuple[str, ...]:
+    """Names of every registered engine."""
+    return tuple(sorted(_REGISTRY))
+
+
+_PLACEHOLDER = re.compile(r"\{(python|host|port|model|tp|dp|ep|worktree)\}")
+
+
+def substitute(token: str, ctx: LaunchContext) -> str:
+    """Replace the known {placeholders} in one argv token; other braces (JSON) are left alone."""
+    values = {"python": ctx.python, "host": ctx.host, "port": str(ctx.port), "model": ctx.model or "",
+              "tp": str(ctx.tp), "dp": str(ctx.dp), "ep": str(ctx.ep),
+              "worktree": str(ctx.worktree) if ctx.worktree else ""}
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], token)

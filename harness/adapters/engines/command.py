@@ -1,0 +1,28 @@
+"""The generic engine: any server given as argv, with its probe and markers."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+from harness.adapters.engines.base import LaunchContext, register, substitute
+from harness.core.classify import Dialect
+from harness.core.matrix import ReadyCheck
+
+
+@register("command")
+class CommandEngine:
+    """target.command (with {python} {host} {port} {model} {tp} {dp} {ep} {worktree}) + target.args."""
+
+    name = "command"
+
+    def argv(self, ctx: LaunchContext) -> list[str]:
+        return [substitute(t, ctx) for t in (*ctx.command, *ctx.args)]
+
+    def dialect(self) -> Dialect:
+        return Dialect()
+
+    def ready(self, configured: ReadyCheck) -> ReadyCheck:
+        return configured
+
+    def cache_env(self, cache_dir: Path) -> Mapping[str, str]:
+        return {}

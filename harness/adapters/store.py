@@ -1,0 +1,96 @@
+"""The store: runs/<matrix>/<arm-id>/<k>/{server.log,result.json}, written first, read by everything else."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from harness.core.arms import Arm
+from harness.core.plan import TrialKey
+from harness.core.record import TrialResult
+
+RESULT = "result.json"
+LOG = "server.log"
+
+
+def _write_atomic(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, sort_keys=True)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class Store:
+    """One campaign's folder. A trial is done when its result.json exists (written atomically)."""
+
+    def __init__(self, runs_dir: Path, matrix: str):
+        self.runs_dir = runs_dir
+        self.root = runs_dir / matrix
+        self.matrix = matrix
+
+    def trial_dir(self, arm_id: str, k: int) -> Path:
+        """runs/<matrix>/<arm-id>/<k>/"""
+        return self.root / arm_id / str(k)
+
+    def fresh_trial_dir(self, arm_id: str, k: int) -> Path:
+        """The trial's folder, emptied of anything an interrupted or redone attempt left."""
+        d = self.trial_dir(arm_id, k)
+        if d.exists():
+            shutil.rmtree(d)
+        d.mkdir(parents=True)
+        return d
+
+    def write_result(self, result: TrialResult) -> Path:
+        """Write result.json atomically; a reader never sees half a record."""
+        path = self.trial_dir(result.arm_id, result.trial) / RESULT
+        _write_atomic(path, result.to_dict())
+        return path
+
+    def write_arms(self, arms: Sequence[Arm], extra: dict[str, Any] | None = None) -> None:
+        """arms.json: the legend (label, levels, id) of the arms last run."""
+        _write_atomic(self.root / "arms.json", {
+            "matrix": self.matrix, **(extra or {}),
+            "arms": [{"arm_id": a.arm_id, "label": a.label, "levels": dict(a.levels), "title": a.title}
+                     for a in arms]})
+
+    def read_arms(self) -> list[dict[str, Any]]:
+        """The legend written by the last run (empty if none)."""
+        path = self.root / "arms.json"
+        if not path.is_file():
+            return []
+        return list(json.loads(path.read_text(encoding="utf-8")).get("arms", []))
+
+    def result_paths(self) -> Iterator[Path]:
+        """Every result.json of the campaign."""
+        if self.root.is_dir():
+            yield from sorted(self.root.glob(f"*/*/{RESULT}"))
+
+    def done(self) -> set[TrialKey]:
+        """Trials that have a result."""
+        return {TrialKey(p.parent.parent.name, int(p.parent.name)) for p in self.result_paths()
+                if p.parent.name.isdigit()}
+
+    def results(self) -> list[TrialResult]:
+        """Every stored result (unreadable files are skipped by load_results' caller via errors)."""
+        return [r for r, _ in self.results_with_errors() if r is not None]
+
+    def results_with_errors(self) -> list[tuple[TrialResult | None, str | None]]:
+        """Each result.json parsed, or the reason it could not be."""
+        out: list[tuple[TrialResult | None, str | None]] = []
+        for p in self.result_paths():
+            try:
+                out.append((TrialResult.from_dict(json.loads(p.read_text(encoding="utf-8"))), None))
+            except (ValueError, KeyError, TypeError) as exc:
+                out.append((None, f"{p}: {exc}"))
+        return out

@@ -1,0 +1,123 @@
+"""The matrix model: frozen, typed objects built from a validated YAML mapping (see core.schema)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Mapping
+
+
+class Schedule(str, Enum):
+    """Order of trials. Interleaved (ABAB…) spreads machine drift over every arm alike."""
+
+    INTERLEAVED = "interleaved"
+    BLOCKED = "blocked"
+    RANDOM = "random"
+
+
+@dataclass(frozen=True)
+class PatchRef:
+    """A patch as the matrix names it: a diff file (relative to the matrix file), a commit, or a range."""
+
+    diff: str | None = None
+    commit: str | None = None
+    range: str | None = None
+
+    @property
+    def name(self) -> str:
+        """Short human name, also the key in records."""
+        if self.diff is not None:
+            return self.diff.rsplit("/", 1)[-1]
+        return f"commit:{self.commit}" if self.commit is not None else f"range:{self.range}"
+
+    def as_dict(self) -> dict[str, str]:
+        """The one key that is set."""
+        return {k: v for k, v in (("diff", self.diff), ("commit", self.commit), ("range", self.range)) if v is not None}
+
+
+@dataclass(frozen=True)
+class Source:
+    """A git repository at a base ref; arms run in worktrees of it."""
+
+    repo: str
+    ref: str = "HEAD"
+
+
+@dataclass(frozen=True)
+class ReadyCheck:
+    """How readiness is decided: an HTTP probe and/or a log marker."""
+
+    http_path: str | None = "/health"
+    log_marker: str | None = None     # a regex; None = the engine's own ready markers (if http_path is None)
+    require_both: bool = False
+    interval_s: float = 0.25
+
+
+@dataclass(frozen=True)
+class Target:
+    """What is under test: engine, source, model, parallelism, base args and env, how to wait for it."""
+
+    engine: str = "command"
+    command: tuple[str, ...] = ()     # the command engine's argv, with {python} {port} {host} {model} {tp} {dp} {ep}
+    source: Source | None = None
+    pythonpath: tuple[str, ...] = ()  # resolved inside the arm's worktree
+    python: str | None = None         # the engine's interpreter; None = the harness's own
+    model: str | None = None
+    tp: int = 1
+    dp: int = 1
+    ep: int = 1
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    host: str = "127.0.0.1"
+    port: int | None = None           # None = a free port per trial
+    ready: ReadyCheck = ReadyCheck()
+    startup_timeout_s: float = 600.0
+    quiet_timeout_s: float = 300.0
+    fatal_grace_s: float = 3.0
+    stop_timeout_s: float = 10.0
+
+
+@dataclass(frozen=True)
+class Level:
+    """One value of an axis: what it adds (patches, env, args) or overrides (model, tp, dp, ep)."""
+
+    name: str
+    patches: tuple[PatchRef, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    args: tuple[str, ...] = ()
+    model: str | None = None
+    tp: int | None = None
+    dp: int | None = None
+    ep: int | None = None
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A named dimension with its levels, in declaration order."""
+
+    name: str
+    levels: tuple[Level, ...]
+
+    def level(self, name: str) -> Level:
+        """The level called name (KeyError if absent)."""
+        for lv in self.levels:
+            if lv.name == name:
+                return lv
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A whole matrix file after validation and command-line overrides."""
+
+    name: str
+    file: str
+    target: Target
+    axes: tuple[Axis, ...] = ()
+    include: tuple[Mapping[str, str], ...] = ()
+    exclude: tuple[Mapping[str, str], ...] = ()
+    repeats: int = 1
+    schedule: Schedule = Schedule.INTERLEAVED
+    seed: int = 0
+    baseline: Mapping[str, str] | None = None
+    gates: tuple[Mapping[str, object], ...] = ()
+    description: str = ""

@@ -1,0 +1,259 @@
+"""Validate a matrix mapping (YAML after Hydra composition) into core.matrix objects.
+
+Every error is a ConfigError naming the file and the dotted key, and for unknown keys the valid
+ones. Pure: no file system access (patch files and repositories are checked in app.config).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from harness.core.argv import flag_tokens
+from harness.core.matrix import Axis, Level, Matrix, PatchRef, ReadyCheck, Schedule, Source, Target
+from harness.errors import ConfigError
+
+MATRIX_KEYS = ("description", "target", "axes", "include", "exclude", "repeats", "schedule", "seed",
+               "baseline", "gates")
+_TARGET_KEYS = ("engine", "command", "source", "pythonpath", "python", "model", "tp", "dp", "ep", "args",
+                "env", "host", "port", "ready", "startup_timeout_s", "quiet_timeout_s", "fatal_grace_s",
+                "stop_timeout_s")
+_LEVEL_KEYS = ("patches", "env", "args", "model", "tp", "dp", "ep")
+
+
+class _Checker:
+    """Type checks that know the file they report against."""
+
+    def __init__(self, file: str):
+        self.file = file
+
+    def fail(self, key: str, message: str) -> ConfigError:
+        return ConfigError(message, file=self.file, key=key)
+
+    def mapping(self, value: Any, key: str, allowed: tuple[str, ...] | None = None) -> Mapping[str, Any]:
+        if not isinstance(value, Mapping):
+            raise self.fail(key, f"expected a mapping, got {_kind(value)}")
+        if allowed is not None:
+            for k in value:
+                if k not in allowed:
+                    where = f"{key}.{k}" if key else str(k)
+                    raise self.fail(where, f"unknown key {k!r}; valid keys: {', '.join(allowed)}")
+        return value
+
+    def string(self, value: Any, key: str) -> str:
+        if not isinstance(value, str) or not value:
+            raise self.fail(key, f"expected a non-empty string, got {_kind(value)}")
+        return value
+
+    def integer(self, value: Any, key: str, minimum: int | None = None) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(key, f"expected an integer, got {_kind(value)}")
+        if minimum is not None and value < minimum:
+            raise self.fail(key, f"expected an integer >= {minimum}, got {value}")
+        return value
+
+    def number(self, value: Any, key: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise self.fail(key, f"expected a positive number of seconds, got {_kind(value)}")
+        return float(value)
+
+    def boolean(self, value: Any, key: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(key, f"expected true or false, got {_kind(value)}")
+        return value
+
+    def strings(self, value: Any, key: str) -> tuple[str, ...]:
+        if isinstance(value, str) or not isinstance(value, (list, tuple)):
+            raise self.fail(key, f"expected a list, got {_kind(value)}")
+        for i, v in enumerate(value):
+            if isinstance(v, (Mapping, list, tuple)) or v is None:
+                raise self.fail(f"{key}[{i}]", f"expected a string or number, got {_kind(v)}")
+        return tuple(_scalar_str(v) for v in value)
+
+    def args(self, value: Any, key: str) -> tuple[str, ...]:
+        if isinstance(value, Mapping):
+            return tuple(flag_tokens({str(k): v for k, v in value.items()}))
+        return self.strings(value, key)
+
+    def env(self, value: Any, key: str) -> dict[str, str]:
+        env = self.mapping(value, key)
+        out: dict[str, str] = {}
+        for k, v in env.items():
+            if v is None or isinstance(v, (Mapping, list, tuple)):
+                raise self.fail(f"{key}.{k}", f"expected a string or number, got {_kind(v)}")
+            out[str(k)] = _scalar_str(v)
+        return out
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"a boolean ({value})"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return f"{type(value).__name__} {value!r}"
+
+
+def _scalar_str(v: Any) -> str:
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    return str(v)
+
+
+def _optional(data: Mapping[str, Any], key: str, conv: Callable[[Any, str], Any], where: str, default: Any) -> Any:
+    value = data.get(key)
+    return default if value is None else conv(value, f"{where}.{key}" if where else key)
+
+
+def parse_patch(c: _Checker, value: Any, key: str) -> PatchRef:
+    """A patch: a string (a diff file) or a mapping with exactly one of diff / commit / range."""
+    if isinstance(value, str) and value:
+        return PatchRef(diff=value)
+    m = c.mapping(value, key, ("diff", "commit", "range"))
+    if len(m) != 1:
+        raise c.fail(key, "expected exactly one of diff, commit, range")
+    (kind, v), = m.items()
+    return PatchRef(**{kind: c.string(v, f"{key}.{kind}")})
+
+
+def parse_level(c: _Checker, name: str, value: Any, key: str) -> Level:
+    """One axis level."""
+    if value is None:
+        value = {}
+    m = c.mapping(value, key, _LEVEL_KEYS)
+    patches = m.get("patches") or []
+    if not isinstance(patches, (list, tuple)):
+        raise c.fail(f"{key}.patches", f"expected a list, got {_kind(patches)}")
+    return Level(
+        name=name,
+        patches=tuple(parse_patch(c, p, f"{key}.patches[{i}]") for i, p in enumerate(patches)),
+        env=_optional(m, "env", c.env, key, {}),
+        args=_optional(m, "args", c.args, key, ()),
+        model=_optional(m, "model", c.string, key, None),
+        tp=_optional(m, "tp", lambda v, k: c.integer(v, k, 1), key, None),
+        dp=_optional(m, "dp", lambda v, k: c.integer(v, k, 1), key, None),
+        ep=_optional(m, "ep", lambda v, k: c.integer(v, k, 1), key, None),
+    )
+
+
+def parse_target(c: _Checker, value: Any, engines: tuple[str, ...]) -> Target:
+    """The target block."""
+    m = c.mapping(value, "target", _TARGET_KEYS)
+    engine = c.string(m.get("engine", "command"), "target.engine")
+    if engine not in engines:
+        raise c.fail("target.engine", f"unknown engine {engine!r}; valid engines: {', '.join(engines)}")
+    source = None
+    if m.get("source") is not None:
+        s = c.mapping(m["source"], "target.source", ("repo", "ref"))
+        if "repo" not in s:
+            raise c.fail("target.source.repo", "missing: the path of a git repository")
+        source = Source(repo=c.string(s["repo"], "target.source.repo"),
+                        ref=c.string(s.get("ref", "HEAD"), "target.source.ref"))
+    ready = ReadyCheck()
+    if m.get("ready") is not None:
+        r = c.mapping(m["ready"], "target.ready", ("http_path", "log_marker", "require_both", "interval_s"))
+        ready = ReadyCheck(
+            http_path=_optional(r, "http_path", c.string, "target.ready", None) if "http_path" in r else "/health",
+            log_marker=_optional(r, "log_marker", c.string, "target.ready", None),
+            require_both=_optional(r, "require_both", c.boolean, "target.ready", False),
+            interval_s=_optional(r, "interval_s", c.number, "target.ready", 0.25),
+        )
+        if ready.http_path is None and ready.log_marker is None and engine == "command":
+            raise c.fail("target.ready", "the command engine needs ready.http_path or ready.log_marker")
+    port = m.get("port")
+    if port is not None:
+        port = c.integer(port, "target.port")
+        if not 0 < port < 65536:
+            raise c.fail("target.port", f"expected a port number 1-65535, got {port}")
+    tp = _optional(m, "tp", lambda v, k: c.integer(v, k, 1), "target", 1)
+    return Target(
+        engine=engine,
+        command=_optional(m, "command", c.strings, "target", ()),
+        source=source,
+        pythonpath=_optional(m, "pythonpath", c.strings, "target", ()),
+        python=_optional(m, "python", c.string, "target", None),
+        model=_optional(m, "model", c.string, "target", None),
+        tp=tp,
+        dp=_optional(m, "dp", lambda v, k: c.integer(v, k, 1), "target", 1),
+        ep=_optional(m, "ep", lambda v, k: c.integer(v, k, 1), "target", 1),
+        args=_optional(m, "args", c.args, "target", ()),
+        env=_optional(m, "env", c.env, "target", {}),
+        host=_optional(m, "host", c.string, "target", "127.0.0.1"),
+        port=port,
+        ready=ready,
+        startup_timeout_s=_optional(m, "startup_timeout_s", c.number, "target", 600.0),
+        quiet_timeout_s=_optional(m, "quiet_timeout_s", c.number, "target", 300.0),
+        fatal_grace_s=_optional(m, "fatal_grace_s", c.number, "target", 3.0),
+        stop_timeout_s=_optional(m, "stop_timeout_s", c.number, "target", 10.0),
+    )
+
+
+def _assignments(c: _Checker, value: Any, key: str, axes: tuple[Axis, ...], complete: bool) -> tuple[dict[str, str], ...]:
+    """include / exclude / baseline entries: mappings axis -> level naming existing axes and levels."""
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise c.fail(key, f"expected a list of mappings axis: level, got {_kind(value)}")
+    names = {a.name: a for a in axes}
+    out = []
+    for i, entry in enumerate(value):
+        where = f"{key}[{i}]"
+        m = c.mapping(entry, where)
+        out.append(_assignment(c, m, where, names, complete))
+    return tuple(out)
+
+
+def _assignment(c: _Checker, m: Mapping[str, Any], where: str, names: Mapping[str, Axis], complete: bool) -> dict[str, str]:
+    result = {}
+    for ax, lv in m.items():
+        if ax not in names:
+            raise c.fail(f"{where}.{ax}", f"no axis {ax!r}; axes: {', '.join(names) or '(none)'}")
+        lv = _scalar_str(lv) if not isinstance(lv, (Mapping, list)) else lv
+        valid = [x.name for x in names[ax].levels]
+        if lv not in valid:
+            raise c.fail(f"{where}.{ax}", f"axis {ax!r} has no level {lv!r}; levels: {', '.join(valid)}")
+        result[str(ax)] = lv
+    if complete and set(result) != set(names):
+        missing = sorted(set(names) - set(result))
+        raise c.fail(where, f"must name a level for every axis; missing: {', '.join(missing)}")
+    return result
+
+
+def parse_matrix(data: Mapping[str, Any], *, name: str, file: str, engines: tuple[str, ...]) -> Matrix:
+    """Validate a composed matrix mapping. Raises ConfigError naming file and key."""
+    c = _Checker(file)
+    c.mapping(data, "", MATRIX_KEYS)
+    if data.get("target") is None:
+        raise c.fail("target", "missing: the matrix must name a target")
+    target = parse_target(c, data["target"], engines)
+    axes_m = c.mapping(data.get("axes") or {}, "axes")
+    axes = []
+    for ax_name, levels in axes_m.items():
+        lv_m = c.mapping(levels, f"axes.{ax_name}")
+        if not lv_m:
+            raise c.fail(f"axes.{ax_name}", "an axis needs at least one level")
+        axes.append(Axis(str(ax_name), tuple(
+            parse_level(c, _scalar_str(lv), v, f"axes.{ax_name}.{lv}") for lv, v in lv_m.items())))
+    axes_t = tuple(axes)
+    schedule = c.string(data.get("schedule", "interleaved"), "schedule")
+    if schedule not in {s.value for s in Schedule}:
+        raise c.fail("schedule", f"unknown schedule {schedule!r}; valid: {', '.join(s.value for s in Schedule)}")
+    baseline = None
+    if data.get("baseline") is not None:
+        baseline = _assignment(c, c.mapping(data["baseline"], "baseline"), "baseline",
+                               {a.name: a for a in axes_t}, complete=True)
+    gates = data.get("gates") or []
+    if not isinstance(gates, (list, tuple)):
+        raise c.fail("gates", f"expected a list, got {_kind(gates)}")
+    return Matrix(
+        name=name, file=file, target=target, axes=axes_t,
+        include=_assignments(c, data.get("include"), "include", axes_t, complete=True),
+        exclude=_assignments(c, data.get("exclude"), "exclude", axes_t, complete=False),
+        repeats=c.integer(data.get("repeats", 1), "repeats", 1),
+        schedule=Schedule(schedule),
+        seed=c.integer(data.get("seed", 0), "seed"),
+        baseline=baseline,
+        gates=tuple(c.mapping(g, f"gates[{i}]") for i, g in enumerate(gates)),
+        description=str(data.get("description") or ""),
+    )

@@ -1,0 +1,89 @@
+"""Per-arm summaries computed from trial results: READY k/n with an interval, outcomes, signatures."""
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from harness.core.outcome import Outcome
+from harness.core.record import TrialResult
+from harness.core.stats import wilson_interval
+
+
+@dataclass(frozen=True)
+class ArmSummary:
+    """What one arm's trials say."""
+
+    arm_id: str
+    label: str
+    levels: Mapping[str, str]
+    ready: int                          # READY trials
+    n: int                              # counted trials (PATCH_FAILED / INFRA / HARNESS_ERROR excluded)
+    interval: tuple[float, float]       # Wilson 95 % for ready / n
+    outcomes: Mapping[str, int]         # every outcome, counted or not
+    not_counted: int
+    signatures: tuple[tuple[str, int], ...]   # most common first
+    shapes: str | None                  # ladder summary, e.g. "8/8" or "3-8/8"
+    capture_s_median: float | None
+    startup_s_median: float | None
+    failing_bs: tuple[tuple[int, int], ...]   # (bs, count), most common first
+
+    @property
+    def ready_text(self) -> str:
+        """"4/6 [0.30, 0.90]" or "0/0"."""
+        if self.n == 0:
+            return "0/0"
+        lo, hi = self.interval
+        return f"{self.ready}/{self.n} [{lo:.2f}, {hi:.2f}]"
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def _shapes(results: Sequence[TrialResult]) -> str | None:
+    seen = [(r.ladder.shapes_captured, r.ladder.shapes_total) for r in results
+            if r.ladder.shapes_captured is not None]
+    if not seen:
+        return None
+    lo = min(s for s, _ in seen)
+    hi = max(s for s, _ in seen)
+    totals = {t for _, t in seen if t is not None}
+    total = f"/{max(totals)}" if totals else ""
+    return f"{lo}{total}" if lo == hi else f"{lo}-{hi}{total}"
+
+
+def summarize_arm(arm_id: str, label: str, levels: Mapping[str, str],
+                  results: Sequence[TrialResult], top: int = 3) -> ArmSummary:
+    """Summarise one arm's results."""
+    counted = [r for r in results if r.outcome.counts]
+    ready = sum(r.outcome is Outcome.READY for r in counted)
+    sigs = Counter(r.signature for r in counted if r.signature and r.outcome is not Outcome.READY)
+    bs = Counter(r.ladder.failing_bs for r in counted if r.ladder.failing_bs is not None)
+    return ArmSummary(
+        arm_id=arm_id, label=label, levels=dict(levels), ready=ready, n=len(counted),
+        interval=wilson_interval(ready, len(counted)),
+        outcomes=dict(Counter(r.outcome.value for r in results).most_common()),
+        not_counted=len(results) - len(counted),
+        signatures=tuple(sigs.most_common(top)),
+        shapes=_shapes(results),
+        capture_s_median=_median(r.ladder.capture_s for r in results),
+        startup_s_median=_median(r.startup_s for r in results if r.outcome is Outcome.READY),
+        failing_bs=tuple(bs.most_common(top)),
+    )
+
+
+def summarize(results: Sequence[TrialResult], legend: Sequence[Mapping[str, object]] = ()) -> list[ArmSummary]:
+    """One summary per arm: arms of the legend first (in its order), then any others found in results."""
+    by_arm: dict[str, list[TrialResult]] = {}
+    for r in results:
+        by_arm.setdefault(r.arm_id, []).append(r)
+    order: list[tuple[str, str, Mapping[str, str]]] = [
+        (str(a["arm_id"]), str(a["label"]), dict(a.get("levels", {}))) for a in legend]  # type: ignore[arg-type]
+    known = {a for a, _, _ in order}
+    for arm_id, rs in by_arm.items():
+        if arm_id not in known:
+            order.append((arm_id, rs[0].label, rs[0].levels))
+    return [summarize_arm(a, lbl, lv, sorted(by_arm.get(a, []), key=lambda r: r.trial)) for a, lbl, lv in order]
