@@ -16,7 +16,7 @@ class LaunchContext:
 
     python: str
     host: str
-    port: int
+    port: int | str   # a str only in a dry run ("<free port>")
     model: str | None
     tp: int
     dp: int

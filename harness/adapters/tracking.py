@@ -1,0 +1,361 @@
+"""MLflow tracking: the store's trials, fed to MLflow by one writer.
+
+Layout: experiment = matrix; a run per arm (tags harness.kind=arm, harness.arm_id); under it a
+child run per trial (tags harness.kind=trial, harness.arm_id, harness.trial, mlflow.parentRunId).
+Runs are found by these tags before being created, so logging is idempotent. A trial run is
+complete when its tag harness.logged holds the sha256 of the result.json logged with it (set
+last, after the artifacts). Uses MlflowClient with explicit run ids: no process-global active run.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sys
+import tempfile
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from harness.adapters import tracking_fields as tf
+from harness.core.record import TrialResult
+from harness.errors import HarnessError
+
+DONE_TAG = "harness.logged"
+_REMOTE_SCHEMES = ("http://", "https://", "databricks")
+
+
+@dataclass(frozen=True)
+class TrackingConfig:
+    """Where trials go. uri None → sqlite in runs_dir; artifact_root None → runs_dir/mlflow-artifacts
+    for a local backend (a remote server keeps its own artifact store)."""
+
+    uri: str | None = None
+    artifact_root: str | None = None
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What `Tracker.sync` did: trials logged (or completed), already logged, and files that failed."""
+
+    logged: int = 0
+    skipped: int = 0
+    failed: list[tuple[Path, str]] = field(default_factory=list)
+
+
+class TrackingError(HarnessError):
+    """MLflow refused or could not be reached; key names the run (matrix/arm_id/k) involved."""
+
+    def __init__(self, key: str, message: str):
+        self.key, self.message = key, message
+        super().__init__(f"{key}: {message}")
+
+
+def default_uri(runs_dir: Path) -> str:
+    """The sqlite database beside the store (4 slashes: an absolute path)."""
+    return f"sqlite:///{runs_dir.resolve()}/mlflow.db"
+
+
+def ui_command(runs_dir: Path, host: str = "127.0.0.1", port: int = 5000, uri: str | None = None) -> list[str]:
+    """argv of the MLflow UI over the store's tracking database (run it without a shell). One
+    worker: a local UI needs no more, and it starts three times faster."""
+    return [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri or default_uri(runs_dir),
+            "--host", host, "--port", str(port), "--workers", "1"]
+
+
+def _quiet_mlflow() -> None:
+    # Harmless noise measured with MLflow 3.17 + SQLAlchemy 2.1; errors still show.
+    for name in ("alembic", "mlflow.store.db.utils"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", message=r".*noload.. loader strategy is deprecated", module=r"mlflow\.")
+    # Two "View run ... at" lines on stdout per finished run over http; respect an explicit choice.
+    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+
+
+def _chunks(items: list, size: int = 100) -> Iterator[list]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+class Tracker:
+    """The one MLflow writer of a store. Caches the client, experiment ids and arm run ids."""
+
+    def __init__(self, config: TrackingConfig, runs_dir: Path):
+        self.config, self.runs_dir = config, runs_dir
+        self.uri = config.uri or default_uri(runs_dir)
+        self._client = None
+        self._experiments: dict[str, str] = {}
+        self._arm_runs: dict[tuple[str, str], str] = {}
+
+    # ---- public -------------------------------------------------------------------------------
+    def log_trial(self, result: TrialResult, trial_dir: Path) -> str | None:
+        """Log one trial (and refresh its arm's summary); returns the trial's MLflow run id, or None
+        when tracking is disabled. Idempotent. Raises TrackingError."""
+        if not self.config.enabled:
+            return None
+        key = f"{result.matrix}/{result.arm_id}/{result.trial}"
+        with self._wrap(key):
+            exp = self._experiment(result.matrix)
+            arm_run = self._arm_run(exp, result.matrix, result.arm_id, result.label, result.levels)
+            run = self._find_one(exp, "trial", result.arm_id, result.trial)
+            run_id = self._log_trial(exp, arm_run, result, trial_dir, run)
+            self._refresh_arm(exp, result.arm_id, arm_run)
+        return run_id
+
+    def sync(self, matrix_dir: Path) -> SyncReport:
+        """Feed every result.json under matrix_dir to MLflow. Trials already logged with the same
+        record are skipped; incomplete ones are completed. A bad file or a refused trial lands in
+        `failed` and the others go on; failing to reach the experiment at all raises TrackingError."""
+        if not self.config.enabled:
+            return SyncReport()
+        matrix, failed, logged, skipped = matrix_dir.name, [], 0, 0
+        arms = self._read_arms(matrix_dir, failed)
+        with self._wrap(matrix):
+            exp = self._experiment(matrix)
+            index: dict[tuple[str, str, str], object] = {}
+            for run in self._search(exp, "tags.\"harness.kind\" IN ('arm', 'trial')"):
+                t = run.data.tags
+                index.setdefault((t["harness.kind"], t.get("harness.arm_id", ""), t.get("harness.trial", "")), run)
+        for (kind, arm_id, _), run in index.items():
+            if kind == "arm":
+                self._arm_runs[(matrix, arm_id)] = run.info.run_id
+        touched: set[str] = set()
+        for path in sorted(matrix_dir.glob("*/*/result.json")):
+            try:
+                result = _load(path, matrix)
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                failed.append((path, f"unreadable result: {type(e).__name__}: {e}"))
+                continue
+            run = index.get(("trial", result.arm_id, str(result.trial)))
+            if run is not None and _is_done(run, result):
+                skipped += 1
+                continue
+            label, levels = arms.get(result.arm_id, (result.label, result.levels))
+            try:
+                with self._wrap(f"{matrix}/{result.arm_id}/{result.trial}"):
+                    arm_run = self._arm_run(exp, matrix, result.arm_id, label, levels)
+                    self._log_trial(exp, arm_run, result, path.parent, run)
+                logged += 1
+                touched.add(result.arm_id)
+            except TrackingError as e:
+                failed.append((path, str(e)))
+        for arm_id in sorted(touched | (arms.keys() - {k[1] for k in index if k[0] == "arm"})):
+            label, levels = arms.get(arm_id, (None, None))
+            try:
+                with self._wrap(f"{matrix}/{arm_id}"):
+                    arm_run = self._arm_run(exp, matrix, arm_id, label, levels)
+                    self._refresh_arm(exp, arm_id, arm_run)
+            except TrackingError as e:
+                failed.append((matrix_dir / arm_id, str(e)))
+        return SyncReport(logged, skipped, failed)
+
+    # ---- MLflow plumbing ----------------------------------------------------------------------
+    @property
+    def client(self):
+        if self._client is None:
+            _quiet_mlflow()
+            from mlflow import MlflowClient  # 2 s import: only when tracking is used
+            if self.uri == default_uri(self.runs_dir):
+                self.runs_dir.mkdir(parents=True, exist_ok=True)
+            self._client = MlflowClient(tracking_uri=self.uri)
+        return self._client
+
+    @contextmanager
+    def _wrap(self, key: str) -> Iterator[None]:
+        import requests
+        import sqlalchemy.exc
+        from mlflow.exceptions import MlflowException
+        try:
+            yield
+        except (MlflowException, OSError, requests.RequestException, sqlalchemy.exc.SQLAlchemyError) as e:
+            raise TrackingError(key, f"{type(e).__name__}: {e} (tracking URI {self.uri})") from e
+
+    def _artifact_location(self, matrix: str) -> str | None:
+        root = self.config.artifact_root
+        if root is None:
+            if self.uri.startswith(_REMOTE_SCHEMES):
+                return None
+            return (self.runs_dir / "mlflow-artifacts" / matrix).resolve().as_uri()
+        return f"{root.rstrip('/')}/{matrix}" if "://" in root else (Path(root) / matrix).resolve().as_uri()
+
+    def _experiment(self, matrix: str) -> str:
+        if matrix not in self._experiments:
+            exp = self.client.get_experiment_by_name(matrix)
+            if exp is None:
+                exp_id = self.client.create_experiment(matrix, artifact_location=self._artifact_location(matrix),
+                                                       tags={"harness.matrix": matrix})
+            elif exp.lifecycle_stage != "active":
+                raise TrackingError(matrix, f"experiment {matrix!r} is deleted in {self.uri}; restore it "
+                                            "(mlflow experiments restore) or use another tracking URI")
+            else:
+                exp_id = exp.experiment_id
+            self._experiments[matrix] = exp_id
+        return self._experiments[matrix]
+
+    def _search(self, exp: str, filter_string: str) -> list:
+        runs, token = [], None
+        while True:
+            page = self.client.search_runs([exp], filter_string, max_results=1000, page_token=token)
+            runs += list(page)
+            token = page.token
+            if not token:
+                return runs
+
+    def _find_one(self, exp: str, kind: str, arm_id: str, trial: int | None = None):
+        f = f"tags.\"harness.kind\" = '{kind}' and tags.\"harness.arm_id\" = '{_quote(arm_id)}'"
+        if trial is not None:
+            f += f" and tags.\"harness.trial\" = '{trial}'"
+        runs = self._search(exp, f)
+        return min(runs, key=lambda r: r.info.start_time) if runs else None  # oldest wins over strays
+
+    def _arm_run(self, exp: str, matrix: str, arm_id: str, label: str | None, levels: Mapping[str, str] | None) -> str:
+        cached = self._arm_runs.get((matrix, arm_id))
+        run = None if cached else self._find_one(exp, "arm", arm_id)
+        if cached is None and run is None:
+            if label is None:
+                raise TrackingError(f"{matrix}/{arm_id}", "arm has no trials and no entry in arms.json")
+            run = self.client.create_run(exp, run_name=f"{label} {arm_id}", tags={
+                "harness.kind": "arm", "harness.arm_id": arm_id, "harness.matrix": matrix, "label": label})
+        run_id = cached or run.info.run_id
+        if run is not None and levels is not None:
+            self._log_fields(run_id, tf.RunFields(params=tf.level_params(levels), tags={"label": label}), run.data)
+            if run.info.run_name != f"{label} {arm_id}":
+                self.client.update_run(run_id, name=f"{label} {arm_id}")  # labels follow arms.json
+        self._arm_runs[(matrix, arm_id)] = run_id
+        return run_id
+
+    def _log_trial(self, exp: str, arm_run: str, result: TrialResult, trial_dir: Path, run) -> str:
+        secrets = tf.Secrets.of(result)
+        record = tf.redacted_record(result, secrets)
+        sha = hashlib.sha256(record).hexdigest()
+        if run is not None and run.data.tags.get(DONE_TAG) == sha and run.info.status == "FINISHED":
+            return run.info.run_id
+        start_ms, end_ms = tf.run_times_ms(result)
+        if run is None:
+            run = self.client.create_run(exp, start_time=start_ms, run_name=f"{result.label}#{result.trial}", tags={
+                "mlflow.parentRunId": arm_run, "harness.kind": "trial", "harness.arm_id": result.arm_id,
+                "harness.trial": str(result.trial), "harness.matrix": result.matrix})
+            have: dict[str, int | None] = {}
+        else:
+            have = self._artifact_sizes(run.info.run_id)
+        run_id = run.info.run_id
+        stale = [k for k in tf.TRIAL_TAG_KEYS if k in run.data.tags]
+        fields = tf.trial_fields(result, secrets)
+        self._log_fields(run_id, fields, run.data, end_ms, stale_tags=stale)
+        self._log_artifacts(run_id, trial_dir, record, secrets, have)
+        self.client.set_terminated(run_id, "FINISHED", end_time=end_ms)
+        self.client.set_tag(run_id, DONE_TAG, sha)
+        return run_id
+
+    def _log_fields(self, run_id: str, fields: tf.RunFields, data=None, ts_ms: int | None = None,
+                    step: int = 0, stale_tags: list[str] = ()) -> None:
+        """Log what differs from data (the run as last read): params never change, so a different
+        value is a conflict; metrics and tags are updated; stale harness tags are deleted."""
+        from mlflow.entities import Metric, Param, RunTag
+        from mlflow.utils.time import get_current_time_millis
+        old_p = data.params if data else {}
+        old_m = data.metrics if data else {}
+        old_t = data.tags if data else {}
+        conflicts = {k: (old_p[k], v) for k, v in fields.params.items() if k in old_p and old_p[k] != v}
+        if conflicts:
+            raise TrackingError(run_id, f"params already logged with other values (old, new): {conflicts}")
+        ts = ts_ms or get_current_time_millis()
+        params = [Param(k, v) for k, v in fields.params.items() if k not in old_p]
+        metrics = [Metric(k, v, ts, step) for k, v in fields.metrics.items() if old_m.get(k) != v]
+        tags = [RunTag(k, v) for k, v in fields.tags.items() if old_t.get(k) != v]
+        for k in stale_tags:
+            if k not in fields.tags:
+                self.client.delete_tag(run_id, k)
+        for p, m, t in zip(_chunks(params), _chunks(metrics), _chunks(tags)) if False else ():
+            pass
+        for chunk in _chunks(params):
+            self.client.log_batch(run_id, params=chunk)
+        for chunk in _chunks(tags):
+            self.client.log_batch(run_id, tags=chunk)
+        if metrics:
+            self.client.log_batch(run_id, metrics=metrics)
+
+    def _artifact_sizes(self, run_id: str) -> dict[str, int | None]:
+        out = {}
+        for info in self.client.list_artifacts(run_id):
+            if info.is_dir:
+                out.update({i.path: i.file_size for i in self.client.list_artifacts(run_id, info.path)})
+            else:
+                out[info.path] = info.file_size
+        return out
+
+    def _log_artifacts(self, run_id: str, trial_dir: Path, record: bytes, secrets: tf.Secrets,
+                       have: Mapping[str, int | None]) -> None:
+        """Upload result.json (always: it changed, or the run would be complete), server.log and
+        patches/*.diff unless already there with the same size. Files are scrubbed copies when the
+        trial has secrets to scrub."""
+        with tempfile.TemporaryDirectory(prefix="harness-mlflow-") as tmp:
+            staged = Path(tmp, "result.json")
+            staged.write_bytes(record)
+            uploads = [(staged, None)]
+            sources = [(trial_dir / "server.log", None)]
+            sources += [(p, "patches") for p in sorted((trial_dir / "patches").glob("*.diff"))]
+            for src, dest in sources:
+                if not src.is_file():
+                    continue
+                if secrets.values:
+                    src = _scrubbed_copy(src, Path(tmp, dest or "", src.name), secrets)
+                art = f"{dest}/{src.name}" if dest else src.name
+                if have.get(art) != src.stat().st_size:
+                    uploads.append((src, dest))
+            for src, dest in uploads:
+                self.client.log_artifact(run_id, str(src), dest)
+
+    def _refresh_arm(self, exp: str, arm_id: str, arm_run: str) -> None:
+        trials = self._search(exp, f"tags.\"harness.kind\" = 'trial' and tags.\"harness.arm_id\" = '{_quote(arm_id)}'")
+        summary = tf.arm_summary(r.data.tags for r in trials)
+        data = self.client.get_run(arm_run).data
+        if data.tags.get("ready") != summary.tags["ready"] or data.metrics.keys() < summary.metrics.keys():
+            self._log_fields(arm_run, summary, data, step=int(summary.metrics["n"]))
+            self.client.set_terminated(arm_run, "FINISHED")
+
+    def _read_arms(self, matrix_dir: Path, failed: list) -> dict[str, tuple[str, dict[str, str]]]:
+        path = matrix_dir / "arms.json"
+        if not path.exists():
+            return {}
+        try:
+            arms = json.loads(path.read_text())["arms"]
+            return {a["arm_id"]: (a["label"], dict(a.get("levels", {}))) for a in arms}
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            failed.append((path, f"unreadable arms: {type(e).__name__}: {e}; labels taken from results"))
+            return {}
+
+
+def _quote(value: str) -> str:
+    if "'" in value or "\\" in value:
+        raise TrackingError(value, "ids with quotes or backslashes cannot be searched in MLflow")
+    return value
+
+
+def _load(path: Path, matrix: str) -> TrialResult:
+    d = json.loads(path.read_text())
+    if not isinstance(d, dict):
+        raise TypeError(f"expected a JSON object, got {type(d).__name__}")
+    result = TrialResult.from_dict(d)
+    where = (path.parent.parent.parent.name, path.parent.parent.name, path.parent.name)
+    if where != (matrix, result.arm_id, str(result.trial)):
+        raise ValueError(f"record says {result.matrix}/{result.arm_id}/{result.trial} but lies at {'/'.join(where)}")
+    return result
+
+
+def _is_done(run, result: TrialResult) -> bool:
+    secrets = tf.Secrets.of(result)
+    sha = hashlib.sha256(tf.redacted_record(result, secrets)).hexdigest()
+    return run.info.status == "FINISHED" and run.data.tags.get(DONE_TAG) == sha
+
+
+def _scrubbed_copy(src: Path, dst: Path, secrets: tf.Secrets) -> Path:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with src.open(encoding="utf-8", errors="replace") as fin, dst.open("w", encoding="utf-8") as fout:
+        for line in fin:
+            fout.write(secrets.scrub(line))
+    return dst

@@ -1,0 +1,120 @@
+"""Use case: run a matrix — expand, plan, resume, execute each trial, log, report."""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from harness.adapters.engines import LaunchContext, get_engine
+from harness.adapters.report import terminal_table
+from harness.adapters.store import Store
+from harness.app.config import Settings
+from harness.app.trial import TrialSpec, run_trial
+from harness.app.tracking_writer import TrackingWriter
+from harness.app.validate import check_sources
+from harness.core.arms import Arm, expand
+from harness.core.matrix import Matrix
+from harness.core.plan import order_trials, pending
+from harness.core.redact import redact_env
+from harness.core.summary import summarize
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """What a run did."""
+
+    total: int
+    skipped: int
+    ran: int
+    store: Path
+    tracking_errors: tuple[str, ...] = ()
+
+
+def describe(matrix: Matrix, arms: list[Arm], console: Console) -> None:
+    """The dry run: arms, the exact argv and env of each, the trial count."""
+    engine = get_engine(matrix.target.engine)
+    t = matrix.target
+    console.print(f"[bold]matrix {matrix.name}[/] ({matrix.file}): {len(arms)} arms × {matrix.repeats} repeats "
+                  f"= {len(arms) * matrix.repeats} trials, schedule {matrix.schedule.value}")
+    for arm in arms:
+        ctx = LaunchContext(python=t.python or sys.executable, host=t.host, port=t.port or "<free port>",
+                            model=arm.model,
+                            tp=arm.tp, dp=arm.dp, ep=arm.ep, args=arm.args, command=t.command,
+                            worktree=Path("<worktree>") if t.source else None)
+        argv = engine.argv(ctx)
+        console.print(f"\n[bold]{arm.label}[/] {arm.title}  id {arm.arm_id}")
+        console.print("  argv:", argv, soft_wrap=True, markup=False)
+        console.print("  env: ", redact_env(dict(arm.env)), soft_wrap=True, markup=False)
+        if arm.patches:
+            console.print("  patches:", [p.name for p in arm.patches], markup=False)
+        if t.pythonpath:
+            console.print("  PYTHONPATH (in the arm's worktree):", list(t.pythonpath), markup=False)
+    console.print(f"\n{len(arms) * matrix.repeats} trials; nothing launched (dry run).")
+
+
+def _view(progress: Progress, current: str, matrix: Matrix, arms: list[Arm], store: Store) -> Group:
+    legend = [{"arm_id": a.arm_id, "label": a.label, "levels": dict(a.levels)} for a in arms]
+    table = terminal_table(summarize(store.results(), legend)[: len(arms)], title=f"{matrix.name}: READY k/n")
+    return Group(progress, current, table)
+
+
+def run_matrix(matrix: Matrix, settings: Settings, console: Console) -> RunReport:
+    """Run every pending trial of the matrix in schedule order; results land in the store first."""
+    arms = expand(matrix)
+    if settings.dry_run:
+        describe(matrix, arms, console)
+        return RunReport(total=len(arms) * matrix.repeats, skipped=0, ran=0, store=settings.runs_dir / matrix.name)
+    source_top, base_sha = check_sources(matrix, arms)
+    store = Store(settings.runs_dir, matrix.name)
+    store.write_arms(arms, {"file": matrix.file, "description": matrix.description})
+    trials = order_trials(arms, matrix.repeats, matrix.schedule, matrix.seed)
+    todo = trials if settings.rerun else pending(trials, store.done())
+    by_id = {a.arm_id: a for a in arms}
+    writer = TrackingWriter(settings.runs_dir, settings.tracking_uri) if settings.tracking_enabled else None
+    progress = Progress(TextColumn("trials"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console)
+    task = progress.add_task("trials", total=len(trials), completed=len(trials) - len(todo))
+    live_on = console.is_terminal if settings.progress is None else settings.progress
+    t0 = time.monotonic()
+    with Live(_view(progress, "", matrix, arms, store), console=console, refresh_per_second=4,
+              transient=False) if live_on else _NoLive() as live:
+        for key in todo:
+            arm = by_id[key.arm_id]
+            current = f"now: {arm.label} ({arm.title}) trial {key.k}/{matrix.repeats}"
+            live.update(_view(progress, current, matrix, arms, store))
+            if not live_on:
+                console.print(current, markup=False)
+            result = run_trial(TrialSpec(matrix, arm, key.k, settings.runs_dir, source_top, base_sha), store)
+            if not live_on:
+                console.print(f"  {arm.label}#{key.k}: {result.outcome.value}"
+                              + (f" — {result.first_error_line}" if result.first_error_line else ""), markup=False)
+            if writer is not None:
+                writer.submit(result, store.trial_dir(arm.arm_id, key.k))
+            progress.advance(task)
+            live.update(_view(progress, "", matrix, arms, store))
+    errors: tuple[str, ...] = ()
+    if writer is not None:
+        writer.close()
+        errors = tuple(writer.errors)
+    console.print(f"{len(todo)} trials run, {len(trials) - len(todo)} already in the store, "
+                  f"{time.monotonic() - t0:.1f} s", markup=False)
+    return RunReport(total=len(trials), skipped=len(trials) - len(todo), ran=len(todo), store=store.root,
+                     tracking_errors=errors)
+
+
+class _NoLive:
+    """Stands in for rich.Live when the output is not a terminal."""
+
+    def __enter__(self) -> "_NoLive":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def update(self, *_: object) -> None:
+        return None

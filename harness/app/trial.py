@@ -1,0 +1,182 @@
+"""One trial: prepare the source, start the server, classify, stop, record. The one place that maps
+launch errors to outcomes; a failed launch is data, never an exception."""
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import socket
+import sys
+import time
+import traceback
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+from harness import __version__
+from harness.adapters.engines import LaunchContext, get_engine
+from harness.adapters.server import LaunchSpec, ReadyProbe, Server, ServerRun
+from harness.adapters.source.git import PatchSpec, PreparedSource, prepare
+from harness.adapters.store import LOG, Store
+from harness.core.arms import Arm
+from harness.core.classify import Classification, LogClassifier
+from harness.core.matrix import Matrix
+from harness.core.outcome import Outcome
+from harness.core.record import Ladder, SourceRecord, StopRecord, TrialResult
+from harness.core.redact import redact_env
+from harness.errors import InfraError, PatchFailed, SourceError
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """Everything a trial needs; plain data, so an executor can ship it elsewhere."""
+
+    matrix: Matrix
+    arm: Arm
+    k: int
+    runs_dir: Path
+    source_top: Path | None = None
+    base_sha: str | None = None
+
+
+def host_info() -> dict[str, str]:
+    """Where the trial ran."""
+    return {"hostname": socket.gethostname(), "platform": platform.platform(),
+            "python": platform.python_version(), "harness": __version__}
+
+
+def free_port(host: str) -> int:
+    """A port nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def check_port(host: str, port: int) -> None:
+    """Preflight: the port must be free, or the trial would probe someone else's server."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            raise InfraError(f"port {host}:{port} is in use ({exc.strerror})") from None
+
+
+def _patch_specs(matrix: Matrix, arm: Arm) -> list[PatchSpec]:
+    base = Path(matrix.file).parent
+    return [PatchSpec(diff=(base / p.diff).resolve()) if p.diff is not None
+            else PatchSpec(commit=p.commit, range=p.range) for p in arm.patches]
+
+
+def _prepare_source(spec: TrialSpec, trial_dir: Path) -> PreparedSource | None:
+    t = spec.matrix.target
+    if t.source is None or spec.source_top is None or spec.base_sha is None:
+        return None
+    prepared = prepare(spec.source_top, t.source.ref, spec.base_sha, _patch_specs(spec.matrix, spec.arm),
+                       spec.runs_dir / ".worktrees")
+    if prepared.applied_diffs:
+        (trial_dir / "patches").mkdir(exist_ok=True)
+        for d in prepared.applied_diffs:
+            shutil.copyfile(d, trial_dir / "patches" / d.name)
+    return prepared
+
+
+def _environment(spec: TrialSpec, worktree: Path | None, engine_cache: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(the child's full env, the part the harness set — what gets recorded)."""
+    t = spec.matrix.target
+    set_env = {**engine_cache, **spec.arm.env}
+    if t.pythonpath:
+        root = worktree or Path(spec.matrix.file).parent
+        entries = [str((root / p).resolve()) for p in t.pythonpath]
+        inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        set_env["PYTHONPATH"] = os.pathsep.join(entries + inherited)
+    set_env.setdefault("PYTHONUNBUFFERED", "1")
+    return {**os.environ, **set_env}, set_env
+
+
+def outcome_of(run: ServerRun, seen: Classification) -> Outcome:
+    """Map how the server ended plus what its log says to the trial's outcome."""
+    logged = seen.outcome if seen.outcome is not None and seen.outcome is not Outcome.READY else None
+    if run.state == "ready":
+        return Outcome.READY
+    if logged is not None:
+        return logged
+    if run.state == "hang":
+        return Outcome.HANG
+    if run.state == "timeout":
+        return Outcome.TIMEOUT
+    if run.stop is not None and run.stop.signal == "SIGSEGV":
+        return Outcome.SEGFAULT
+    return Outcome.OTHER
+
+
+def run_trial(spec: TrialSpec, store: Store) -> TrialResult:
+    """Run one trial and write its result.json; never raises for a failed launch."""
+    trial_dir = store.fresh_trial_dir(spec.arm.arm_id, spec.k)
+    t, arm = spec.matrix.target, spec.arm
+    engine = get_engine(t.engine)
+    base = TrialResult(
+        matrix=spec.matrix.name, arm_id=arm.arm_id, label=arm.label, levels=dict(arm.levels), trial=spec.k,
+        outcome=Outcome.HARNESS_ERROR, engine=t.engine, model=arm.model, tp=arm.tp, dp=arm.dp, ep=arm.ep,
+        config=arm.launch_key(), started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        host=host_info(),
+        source=SourceRecord(repo=str(spec.source_top) if spec.source_top else None,
+                            ref=t.source.ref if t.source else None, base_sha=spec.base_sha))
+    t0 = time.monotonic()
+    try:
+        result = _launch(spec, store, trial_dir, engine, base, t0)
+    except PatchFailed as exc:
+        result = replace(base, outcome=Outcome.PATCH_FAILED, detail=str(exc), duration_s=time.monotonic() - t0)
+    except InfraError as exc:
+        result = replace(base, outcome=Outcome.INFRA, detail=str(exc), duration_s=time.monotonic() - t0)
+    except SourceError as exc:
+        result = replace(base, outcome=Outcome.HARNESS_ERROR, detail=str(exc), duration_s=time.monotonic() - t0)
+    except Exception:  # noqa: BLE001 - a harness bug must not stop the matrix; the traceback is kept
+        result = replace(base, outcome=Outcome.HARNESS_ERROR, detail=traceback.format_exc(),
+                         duration_s=time.monotonic() - t0)
+    store.write_result(result)
+    return result
+
+
+def _launch(spec: TrialSpec, store: Store, trial_dir: Path, engine, base: TrialResult, t0: float) -> TrialResult:
+    t, arm = spec.matrix.target, spec.arm
+    prepared = _prepare_source(spec, trial_dir)
+    if prepared is not None:
+        base = replace(base, source=replace(prepared.record, repo=str(spec.source_top)))
+    worktree = prepared.path if prepared else None
+    port = t.port or free_port(t.host)
+    check_port(t.host, port)
+    cache_dir = store.root / arm.arm_id / "cache"
+    env, set_env = _environment(spec, worktree, dict(engine.cache_env(cache_dir)))
+    python = t.python or sys.executable
+    argv = engine.argv(LaunchContext(python=python, host=t.host, port=port, model=arm.model, tp=arm.tp,
+                                     dp=arm.dp, ep=arm.ep, args=arm.args, command=t.command, worktree=worktree))
+    base = replace(base, argv=tuple(argv), env=redact_env(set_env))
+    ready = engine.ready(t.ready)
+    classifier = LogClassifier(engine.dialect(), ready_marker=ready.log_marker)
+    launch = LaunchSpec(
+        argv=tuple(argv), env=env, cwd=worktree or Path.cwd(), log_path=trial_dir / LOG, host=t.host, port=port,
+        probe=ReadyProbe(http_path=ready.http_path, log_marker=ready.log_marker is not None or ready.http_path is None,
+                         require_both=ready.require_both, interval_s=ready.interval_s),
+        startup_timeout_s=t.startup_timeout_s, quiet_timeout_s=t.quiet_timeout_s,
+        fatal_grace_s=t.fatal_grace_s, stop_timeout_s=t.stop_timeout_s)
+    with Server(launch, classifier) as server:
+        run = server.wait_ready()
+        stop = server.stop()
+    run = replace(run, stop=stop)
+    seen = classifier.result()
+    outcome = outcome_of(run, seen)
+    return replace(
+        base, outcome=outcome,
+        first_error_line=seen.first_error_line if outcome is not Outcome.READY else None,
+        failing_rank=seen.failing_rank, signature=seen.signature if outcome is not Outcome.READY else None,
+        ready_line=seen.ready_line,
+        ladder=Ladder(seen.shapes_captured, seen.shapes_total, seen.capture_s, seen.failing_bs),
+        startup_s=run.ready_s if outcome is Outcome.READY else None, verdict_s=run.verdict_s,
+        duration_s=time.monotonic() - t0, stop=stop or StopRecord(),
+        detail=None if outcome is Outcome.READY else _detail(run))
+
+
+def _detail(run: ServerRun) -> str:
+    code = f", exit code {run.exit_code}" if run.exit_code is not None else ""
+    return f"server state {run.state}{code}"

@@ -1,0 +1,152 @@
+"""The `harness` command: one row per subcommand, each a thin call into harness.app."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from rich.console import Console
+
+from harness.errors import ConfigError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _run(ns: argparse.Namespace, console: Console) -> int:
+    from harness.app.config import load
+    from harness.app.report import build_report, terminal_table
+    from harness.app.run import run_matrix
+
+    matrix, settings = load(ns.overrides)
+    outcome = run_matrix(matrix, settings, console)
+    if settings.dry_run:
+        return EXIT_OK
+    report = build_report(matrix, settings.runs_dir)
+    console.print(terminal_table(report.summaries, title=f"{matrix.name}: per-arm results"))
+    console.print(report.markdown, markup=False, highlight=False)
+    console.print(f"results: {outcome.store}", markup=False)
+    for f in report.files:
+        console.print(f"report:  {f}", markup=False)
+    if settings.tracking_enabled:
+        where = settings.tracking_uri or f"sqlite:///{(settings.runs_dir / 'mlflow.db').resolve()}"
+        console.print(f"mlflow:  {where} (harness ui)", markup=False)
+    for err in outcome.tracking_errors:
+        console.print(f"[yellow]tracking failed, results are in the store; re-feed with "
+                      f"`harness sync matrix={matrix.name}`:[/] {err}")
+    return EXIT_OK
+
+
+def _report(ns: argparse.Namespace, console: Console) -> int:
+    from harness.app.config import load
+    from harness.app.report import build_report, terminal_table
+
+    matrix, settings = load(ns.overrides)
+    report = build_report(matrix, settings.runs_dir)
+    if ns.format == "csv":
+        sys.stdout.write(report.csv)
+    elif ns.format == "markdown":
+        sys.stdout.write(report.markdown)
+    else:
+        console.print(terminal_table(report.summaries, title=f"{matrix.name}: per-arm results"))
+        console.print(report.markdown, markup=False, highlight=False)
+        for f in report.files:
+            console.print(f"written: {f}", markup=False)
+    return EXIT_OK
+
+
+def _classify(ns: argparse.Namespace, console: Console) -> int:
+    from harness.app.classify import classify_file
+
+    status = EXIT_OK
+    for name in ns.logs:
+        path = Path(name)
+        if not path.is_file():
+            console.print(f"{name}: no such file", markup=False, style="red")
+            status = EXIT_USAGE
+            continue
+        info = classify_file(path, ns.ready_marker)
+        if ns.json:
+            sys.stdout.write(json.dumps(info) + "\n")
+            continue
+        console.print(f"[bold]{name}[/]: {info['outcome'] or 'no verdict (no error, no ready marker)'}")
+        for key in ("first_error_line", "failing_rank", "failing_bs", "shapes_captured", "shapes_total",
+                    "capture_s", "signature"):
+            if info[key] is not None:
+                console.print(f"  {key}: {info[key]}", markup=False, highlight=False)
+    return status
+
+
+def _sync(ns: argparse.Namespace, console: Console) -> int:
+    from harness.adapters.tracking import Tracker, TrackingConfig
+    from harness.app.config import load
+
+    matrix, settings = load(ns.overrides)
+    tracker = Tracker(TrackingConfig(uri=settings.tracking_uri), settings.runs_dir)
+    rep = tracker.sync(settings.runs_dir / matrix.name)
+    console.print(f"logged {rep.logged}, already there {rep.skipped}, failed {len(rep.failed)}", markup=False)
+    for path, msg in rep.failed:
+        console.print(f"  {path}: {msg}", markup=False)
+    return EXIT_OK if not rep.failed else EXIT_FAILED
+
+
+def _ui(ns: argparse.Namespace, console: Console) -> int:
+    from harness.adapters.tracking import ui_command
+
+    runs_dir = Path(ns.runs_dir)
+    argv = ui_command(runs_dir, host="127.0.0.1", port=ns.port)
+    console.print(f"MLflow UI on http://127.0.0.1:{ns.port} (Ctrl-C stops it)", markup=False)
+    try:
+        return subprocess.call(argv, env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+COMMANDS: dict[str, tuple[str, Callable[[argparse.Namespace, Console], int]]] = {
+    "run": ("run a matrix: harness run matrix=NAME [key=value ...]", _run),
+    "report": ("the per-arm table of a matrix's stored results", _report),
+    "classify": ("classify existing server logs", _classify),
+    "sync": ("feed a matrix's stored results to MLflow again", _sync),
+    "ui": ("the MLflow UI over runs/mlflow.db on 127.0.0.1", _ui),
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser; overrides are Hydra's key=value syntax."""
+    p = argparse.ArgumentParser(prog="harness", description="Declarative experiments for LLM inference servers.")
+    sub = p.add_subparsers(dest="command", required=True)
+    for name, (help_text, _) in COMMANDS.items():
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        if name in ("run", "report", "sync"):
+            sp.add_argument("overrides", nargs="*", help="matrix=NAME and key=value overrides")
+        if name == "report":
+            sp.add_argument("--format", choices=("terminal", "markdown", "csv"), default="terminal")
+        if name == "classify":
+            sp.add_argument("logs", nargs="+", metavar="LOG")
+            sp.add_argument("--json", action="store_true", help="one JSON object per file, one per line")
+            sp.add_argument("--ready-marker", default=None, help="an extra regex that marks READY")
+        if name == "ui":
+            sp.add_argument("--port", type=int, default=5000)
+            sp.add_argument("--runs-dir", default="runs")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; ConfigError (bad input) exits 2 with one clear message."""
+    ns = parser().parse_args(argv)
+    console = Console(highlight=False)
+    try:
+        return COMMANDS[ns.command][1](ns, console)
+    except ConfigError as exc:
+        Console(stderr=True).print(f"error: {exc}", style="red", markup=False, highlight=False)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        Console(stderr=True).print("interrupted; finished trials are in the store, re-run to resume")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
