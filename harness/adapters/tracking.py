@@ -17,6 +17,7 @@ import tempfile
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from pathlib import Path
 from typing import Iterator, Mapping
 
@@ -112,26 +113,26 @@ class Tracker:
         `failed` and the others go on; failing to reach the experiment at all raises TrackingError."""
         if not self.config.enabled:
             return SyncReport()
-        matrix, failed, logged, skipped = matrix_dir.name, [], 0, 0
+        matrix = matrix_dir.name
+        if not matrix_dir.is_dir():
+            raise TrackingError(matrix, f"no such matrix directory: {matrix_dir}")
+        failed: list[tuple[Path, str]] = []
+        logged = skipped = 0
         arms = self._read_arms(matrix_dir, failed)
         with self._wrap(matrix):
             exp = self._experiment(matrix)
-            index: dict[tuple[str, str, str], object] = {}
-            for run in self._search(exp, "tags.\"harness.kind\" IN ('arm', 'trial')"):
-                t = run.data.tags
-                index.setdefault((t["harness.kind"], t.get("harness.arm_id", ""), t.get("harness.trial", "")), run)
-        for (kind, arm_id, _), run in index.items():
-            if kind == "arm":
-                self._arm_runs[(matrix, arm_id)] = run.info.run_id
-        touched: set[str] = set()
+            trials = {}  # (arm_id, trial) -> run: one search for the whole campaign
+            for run in self._search(exp, "tags.\"harness.kind\" = 'trial'"):
+                trials.setdefault((run.data.tags.get("harness.arm_id"), run.data.tags.get("harness.trial")), run)
+        touched = set(arms)  # arms.json's arms get a run even before their first trial
         for path in sorted(matrix_dir.glob("*/*/result.json")):
             try:
                 result = _load(path, matrix)
             except (OSError, ValueError, KeyError, TypeError) as e:
                 failed.append((path, f"unreadable result: {type(e).__name__}: {e}"))
                 continue
-            run = index.get(("trial", result.arm_id, str(result.trial)))
-            if run is not None and _is_done(run, result):
+            run = trials.get((result.arm_id, str(result.trial)))
+            if run is not None and _is_done(run, _Record(result)):
                 skipped += 1
                 continue
             label, levels = arms.get(result.arm_id, (result.label, result.levels))
@@ -143,12 +144,13 @@ class Tracker:
                 touched.add(result.arm_id)
             except TrackingError as e:
                 failed.append((path, str(e)))
-        for arm_id in sorted(touched | (arms.keys() - {k[1] for k in index if k[0] == "arm"})):
-            label, levels = arms.get(arm_id, (None, None))
+        for arm_id in sorted(touched):
             try:
                 with self._wrap(f"{matrix}/{arm_id}"):
-                    arm_run = self._arm_run(exp, matrix, arm_id, label, levels)
-                    self._refresh_arm(exp, arm_id, arm_run)
+                    if arm_id in arms:
+                        self._arm_run(exp, matrix, arm_id, *arms[arm_id])
+                    if (matrix, arm_id) in self._arm_runs:
+                        self._refresh_arm(exp, arm_id, self._arm_runs[(matrix, arm_id)])
             except TrackingError as e:
                 failed.append((matrix_dir / arm_id, str(e)))
         return SyncReport(logged, skipped, failed)
@@ -212,28 +214,26 @@ class Tracker:
         runs = self._search(exp, f)
         return min(runs, key=lambda r: r.info.start_time) if runs else None  # oldest wins over strays
 
-    def _arm_run(self, exp: str, matrix: str, arm_id: str, label: str | None, levels: Mapping[str, str] | None) -> str:
-        cached = self._arm_runs.get((matrix, arm_id))
-        run = None if cached else self._find_one(exp, "arm", arm_id)
-        if cached is None and run is None:
-            if label is None:
-                raise TrackingError(f"{matrix}/{arm_id}", "arm has no trials and no entry in arms.json")
-            run = self.client.create_run(exp, run_name=f"{label} {arm_id}", tags={
-                "harness.kind": "arm", "harness.arm_id": arm_id, "harness.matrix": matrix, "label": label})
-        run_id = cached or run.info.run_id
-        if run is not None and levels is not None:
-            self._log_fields(run_id, tf.RunFields(params=tf.level_params(levels), tags={"label": label}), run.data)
-            if run.info.run_name != f"{label} {arm_id}":
-                self.client.update_run(run_id, name=f"{label} {arm_id}")  # labels follow arms.json
-        self._arm_runs[(matrix, arm_id)] = run_id
-        return run_id
+    def _arm_run(self, exp: str, matrix: str, arm_id: str, label: str, levels: Mapping[str, str]) -> str:
+        if (matrix, arm_id) in self._arm_runs:
+            return self._arm_runs[(matrix, arm_id)]
+        name = f"{label} {arm_id}"
+        run = self._find_one(exp, "arm", arm_id)
+        if run is None:
+            run = self.client.create_run(exp, run_name=name, tags={
+                "harness.kind": "arm", "harness.arm_id": arm_id, "harness.matrix": matrix})
+        elif run.info.run_name != name:
+            self.client.update_run(run.info.run_id, name=name)  # labels follow the newest arms.json
+        fields = tf.RunFields(params=tf.level_params(levels), tags={"label": label})
+        self._log_fields(run.info.run_id, fields, run.data)
+        self._arm_runs[(matrix, arm_id)] = run.info.run_id
+        return run.info.run_id
 
     def _log_trial(self, exp: str, arm_run: str, result: TrialResult, trial_dir: Path, run) -> str:
-        secrets = tf.Secrets.of(result)
-        record = tf.redacted_record(result, secrets)
-        sha = hashlib.sha256(record).hexdigest()
-        if run is not None and run.data.tags.get(DONE_TAG) == sha and run.info.status == "FINISHED":
+        rec = _Record(result)
+        if run is not None and _is_done(run, rec):
             return run.info.run_id
+        secrets, record, sha = rec.secrets, rec.data, rec.sha256
         start_ms, end_ms = tf.run_times_ms(result)
         if run is None:
             run = self.client.create_run(exp, start_time=start_ms, run_name=f"{result.label}#{result.trial}", tags={
@@ -270,14 +270,9 @@ class Tracker:
         for k in stale_tags:
             if k not in fields.tags:
                 self.client.delete_tag(run_id, k)
-        for p, m, t in zip(_chunks(params), _chunks(metrics), _chunks(tags)) if False else ():
-            pass
-        for chunk in _chunks(params):
-            self.client.log_batch(run_id, params=chunk)
-        for chunk in _chunks(tags):
-            self.client.log_batch(run_id, tags=chunk)
-        if metrics:
-            self.client.log_batch(run_id, metrics=metrics)
+        # One call when it fits: MLflow takes at most 100 params and 100 tags per batch.
+        for p, m, t in zip_longest(_chunks(params), _chunks(metrics), _chunks(tags), fillvalue=[]):
+            self.client.log_batch(run_id, metrics=m, params=p, tags=t)
 
     def _artifact_sizes(self, run_id: str) -> dict[str, int | None]:
         out = {}
@@ -313,9 +308,11 @@ class Tracker:
     def _refresh_arm(self, exp: str, arm_id: str, arm_run: str) -> None:
         trials = self._search(exp, f"tags.\"harness.kind\" = 'trial' and tags.\"harness.arm_id\" = '{_quote(arm_id)}'")
         summary = tf.arm_summary(r.data.tags for r in trials)
-        data = self.client.get_run(arm_run).data
-        if data.tags.get("ready") != summary.tags["ready"] or data.metrics.keys() < summary.metrics.keys():
-            self._log_fields(arm_run, summary, data, step=int(summary.metrics["n"]))
+        run = self.client.get_run(arm_run)
+        stale = run.data.tags.get("ready") != summary.tags["ready"] or any(
+            run.data.metrics.get(k) != v for k, v in summary.metrics.items())
+        if stale or run.info.status != "FINISHED":
+            self._log_fields(arm_run, summary, run.data, step=int(summary.metrics["n"]))
             self.client.set_terminated(arm_run, "FINISHED")
 
     def _read_arms(self, matrix_dir: Path, failed: list) -> dict[str, tuple[str, dict[str, str]]]:
@@ -341,16 +338,23 @@ def _load(path: Path, matrix: str) -> TrialResult:
     if not isinstance(d, dict):
         raise TypeError(f"expected a JSON object, got {type(d).__name__}")
     result = TrialResult.from_dict(d)
-    where = (path.parent.parent.parent.name, path.parent.parent.name, path.parent.name)
-    if where != (matrix, result.arm_id, str(result.trial)):
+    where = (matrix, path.parent.parent.name, path.parent.name)
+    if where != (result.matrix, result.arm_id, str(result.trial)):
         raise ValueError(f"record says {result.matrix}/{result.arm_id}/{result.trial} but lies at {'/'.join(where)}")
     return result
 
 
-def _is_done(run, result: TrialResult) -> bool:
-    secrets = tf.Secrets.of(result)
-    sha = hashlib.sha256(tf.redacted_record(result, secrets)).hexdigest()
-    return run.info.status == "FINISHED" and run.data.tags.get(DONE_TAG) == sha
+class _Record:
+    """The result.json that goes to MLflow, and its sha256 (the completion mark)."""
+
+    def __init__(self, result: TrialResult):
+        self.secrets = tf.Secrets.of(result)
+        self.data = tf.redacted_record(result, self.secrets)
+        self.sha256 = hashlib.sha256(self.data).hexdigest()
+
+
+def _is_done(run, rec: _Record) -> bool:
+    return run.info.status == "FINISHED" and run.data.tags.get(DONE_TAG) == rec.sha256
 
 
 def _scrubbed_copy(src: Path, dst: Path, secrets: tf.Secrets) -> Path:

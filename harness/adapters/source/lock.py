@@ -1,0 +1,54 @@
+"""A lock file held with flock (bounded wait), and atomic file writes: what lets two processes
+prepare the same worktree at once."""
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from harness.errors import SourceError
+
+_POLL_S = 0.1
+
+
+@contextmanager
+def locked(lock_path: Path, timeout_s: float) -> Iterator[None]:
+    """Hold an exclusive flock on lock_path, waiting at most timeout_s; SourceError past that.
+    The file is never deleted (deleting a flock'ed file lets a third process lock a new inode)."""
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise SourceError(f"cannot open lock file {lock_path}: {e}") from e
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise SourceError(
+                        f"{lock_path} is still locked after {timeout_s:g} s (another preparation running?)"
+                    ) from None
+                time.sleep(_POLL_S)
+        yield
+    finally:
+        os.close(fd)  # releases the lock, also when the process dies
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write data to path so that readers see the old file or the whole new one, never a part."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
