@@ -56,6 +56,10 @@ class TrackingError(HarnessError):
         super().__init__(f"{key}: {message}")
 
 
+class _Refused(Exception):
+    """Raised inside a `Tracker._wrap` block; becomes a TrackingError carrying the run's key."""
+
+
 def default_uri(runs_dir: Path) -> str:
     """The sqlite database beside the store (4 slashes: an absolute path)."""
     return f"sqlite:///{runs_dir.resolve()}/mlflow.db"
@@ -173,6 +177,8 @@ class Tracker:
         from mlflow.exceptions import MlflowException
         try:
             yield
+        except _Refused as e:
+            raise TrackingError(key, str(e)) from e
         except (MlflowException, OSError, requests.RequestException, sqlalchemy.exc.SQLAlchemyError) as e:
             raise TrackingError(key, f"{type(e).__name__}: {e} (tracking URI {self.uri})") from e
 
@@ -191,7 +197,7 @@ class Tracker:
                 exp_id = self.client.create_experiment(matrix, artifact_location=self._artifact_location(matrix),
                                                        tags={"harness.matrix": matrix})
             elif exp.lifecycle_stage != "active":
-                raise TrackingError(matrix, f"experiment {matrix!r} is deleted in {self.uri}; restore it "
+                raise _Refused(f"experiment {matrix!r} is deleted in {self.uri}; restore it "
                                             "(mlflow experiments restore) or use another tracking URI")
             else:
                 exp_id = exp.experiment_id
@@ -243,7 +249,7 @@ class Tracker:
         else:
             have = self._artifact_sizes(run.info.run_id)
         run_id = run.info.run_id
-        stale = [k for k in tf.TRIAL_TAG_KEYS if k in run.data.tags]
+        stale = tuple(k for k in tf.TRIAL_TAG_KEYS if k in run.data.tags)
         fields = tf.trial_fields(result, secrets)
         self._log_fields(run_id, fields, run.data, end_ms, stale_tags=stale)
         self._log_artifacts(run_id, trial_dir, record, secrets, have)
@@ -252,7 +258,7 @@ class Tracker:
         return run_id
 
     def _log_fields(self, run_id: str, fields: tf.RunFields, data=None, ts_ms: int | None = None,
-                    step: int = 0, stale_tags: list[str] = ()) -> None:
+                    stale_tags: tuple[str, ...] = ()) -> None:
         """Log what differs from data (the run as last read): params never change, so a different
         value is a conflict; metrics and tags are updated; stale harness tags are deleted."""
         from mlflow.entities import Metric, Param, RunTag
@@ -262,10 +268,10 @@ class Tracker:
         old_t = data.tags if data else {}
         conflicts = {k: (old_p[k], v) for k, v in fields.params.items() if k in old_p and old_p[k] != v}
         if conflicts:
-            raise TrackingError(run_id, f"params already logged with other values (old, new): {conflicts}")
+            raise _Refused(f"run {run_id}: params already logged with other values (old, new): {conflicts}")
         ts = ts_ms or get_current_time_millis()
         params = [Param(k, v) for k, v in fields.params.items() if k not in old_p]
-        metrics = [Metric(k, v, ts, step) for k, v in fields.metrics.items() if old_m.get(k) != v]
+        metrics = [Metric(k, v, ts, 0) for k, v in fields.metrics.items() if old_m.get(k) != v]
         tags = [RunTag(k, v) for k, v in fields.tags.items() if old_t.get(k) != v]
         for k in stale_tags:
             if k not in fields.tags:
@@ -312,7 +318,12 @@ class Tracker:
         stale = run.data.tags.get("ready") != summary.tags["ready"] or any(
             run.data.metrics.get(k) != v for k, v in summary.metrics.items())
         if stale or run.info.status != "FINISHED":
-            self._log_fields(arm_run, summary, run.data, step=int(summary.metrics["n"]))
+            from mlflow.entities import Metric, RunTag
+            from mlflow.utils.time import get_current_time_millis
+            # All summary metrics at step n, so that ready_k/n plots as the campaign grows.
+            ts, n = get_current_time_millis(), int(summary.metrics["n"])
+            self.client.log_batch(arm_run, metrics=[Metric(k, v, ts, n) for k, v in summary.metrics.items()],
+                                  tags=[RunTag(k, v) for k, v in summary.tags.items()])
             self.client.set_terminated(arm_run, "FINISHED")
 
     def _read_arms(self, matrix_dir: Path, failed: list) -> dict[str, tuple[str, dict[str, str]]]:
@@ -329,7 +340,7 @@ class Tracker:
 
 def _quote(value: str) -> str:
     if "'" in value or "\\" in value:
-        raise TrackingError(value, "ids with quotes or backslashes cannot be searched in MLflow")
+        raise _Refused(f"{value!r}: ids with quotes or backslashes cannot be searched in MLflow")
     return value
 
 

@@ -81,7 +81,8 @@ def cached_entries(cache: Path) -> list[str]:
 
 
 def worktrees(repo: Path) -> list[str]:
-    return [ln.split(" ", 1)[1] for ln in g(repo, "worktree", "list", "--porcelain").splitlines() if ln.startswith("worktree ")]
+    lines = g(repo, "worktree", "list", "--porcelain").splitlines()
+    return [ln.split(" ", 1)[1] for ln in lines if ln.startswith("worktree ")]
 
 
 def snapshot(repo: Path) -> dict[str, object]:

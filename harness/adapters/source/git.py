@@ -114,7 +114,8 @@ def prepare(
                 try:
                     _discard(repo_top, path, git_timeout_s)
                 except SourceError as cleanup:
-                    e.add_note(f"and removing the half-prepared worktree failed: {cleanup}")
+                    if hasattr(e, "add_note"):  # Python >= 3.11
+                        e.add_note(f"and removing the half-prepared worktree failed: {cleanup}")
                 raise
     assert marker is not None
     record = SourceRecord(
@@ -166,7 +167,9 @@ def _verify(path: Path, marker: dict[str, Any], shas: Sequence[str]) -> None:
         raise SourceError(f"cached worktree {path} was prepared from other patches (hash collision?)")
     head = stdout_of(git(path, ["rev-parse", "HEAD"], check=False)).strip()
     if head != marker.get("head"):
-        raise SourceError(f"cached worktree {path} is at {head or '?'}, not at {marker.get('head')}; remove it to rebuild")
+        raise SourceError(
+            f"cached worktree {path} is at {head or '?'}, not at {marker.get('head')}; remove it to rebuild"
+        )
     dirty = stdout_of(git(path, ["status", "--porcelain", "--untracked-files=no"])).strip()
     if dirty:
         raise SourceError(f"cached worktree {path} has changed tracked files; remove it to rebuild:\n{dirty}")

@@ -1,0 +1,316 @@
+"""Tracking against a real MLflow: sqlite under tmp_path, and one real `mlflow server`."""
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from harness.adapters.mlflow_server import MlflowServer, group_alive
+from harness.adapters.tracking import DONE_TAG, SyncReport, Tracker, TrackingConfig, TrackingError, ui_command
+from harness.core.outcome import Outcome
+from harness.core.record import Ladder, PatchRecord, SourceRecord, TrialResult
+
+MATRIX = "four_arm"
+T0 = "2025-01-02T03:04:05+00:00"
+T0_MS = 1735787045000
+
+
+@pytest.fixture(autouse=True)
+def _no_telemetry(monkeypatch):
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+
+
+def make_result(arm_id="arm0a1b", label="A", k=0, outcome=Outcome.READY, levels=None, **kw) -> TrialResult:
+    ready = outcome is Outcome.READY
+    base = dict(
+        matrix=MATRIX, arm_id=arm_id, label=label, levels=levels or {"pr32467": "on", "pr33795": "off"}, trial=k,
+        outcome=outcome, engine="sglang", model="org/model", tp=8, dp=1, ep=1, argv=("python", "-m", "sglang"),
+        env={"SGLANG_MODE": "compact"}, started_at=T0, startup_s=12.5 if ready else None, duration_s=30.0,
+        verdict_s=12.5, ladder=Ladder(shapes_captured=36, shapes_total=36, capture_s=4.25),
+        source=SourceRecord(repo="/src/sglang", ref="v0.5", base_sha="deadbeef" * 5,
+                            patches=(PatchRecord("pr32467", "a" * 64),)))
+    base.update(kw)
+    return TrialResult(**base)
+
+
+def write_trial(runs_dir: Path, result: TrialResult, log="server up\nREADY\n", patches=("pr32467",)) -> Path:
+    d = runs_dir / result.matrix / result.arm_id / str(result.trial)
+    (d / "patches").mkdir(parents=True, exist_ok=True)
+    (d / "result.json").write_text(json.dumps(result.to_dict()))
+    (d / "server.log").write_text(log)
+    for p in patches:
+        (d / "patches" / f"{p}.diff").write_text(f"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-{p}\n+fixed\n")
+    return d
+
+
+def write_arms(runs_dir: Path, arms: list[tuple[str, str]]) -> None:
+    body = {"arms": [{"arm_id": a, "label": lab, "levels": {"pr32467": lab.lower()}} for a, lab in arms]}
+    (runs_dir / MATRIX / "arms.json").write_text(json.dumps(body))
+
+
+@pytest.fixture(scope="session")
+def empty_db(tmp_path_factory) -> bytes:
+    """A migrated, empty mlflow.db: creating one costs ~3 s, copying it nothing."""
+    d = tmp_path_factory.mktemp("template")
+    MlflowClient(f"sqlite:///{d}/mlflow.db").search_experiments()
+    return (d / "mlflow.db").read_bytes()
+
+
+@pytest.fixture
+def runs_dir(tmp_path, empty_db) -> Path:
+    d = tmp_path / "runs"
+    d.mkdir()
+    (d / "mlflow.db").write_bytes(empty_db)
+    return d
+
+
+@pytest.fixture
+def tracker(runs_dir) -> Tracker:
+    return Tracker(TrackingConfig(), runs_dir)
+
+
+def all_runs(client: MlflowClient, name=MATRIX):
+    exp = client.get_experiment_by_name(name)
+    return client.search_runs([exp.experiment_id], max_results=1000)
+
+
+def kind(runs, k):
+    return [r for r in runs if r.data.tags.get("harness.kind") == k]
+
+
+def artifact_paths(client, run_id):
+    out = []
+    for i in client.list_artifacts(run_id):
+        out += [j.path for j in client.list_artifacts(run_id, i.path)] if i.is_dir else [i.path]
+    return sorted(out)
+
+
+def test_log_trial_writes_arm_and_trial_runs(tracker, runs_dir):
+    r = make_result()
+    run_id = tracker.log_trial(r, write_trial(runs_dir, r))
+    client = MlflowClient(tracker.uri)
+    assert tracker.uri == f"sqlite:///{runs_dir.resolve()}/mlflow.db"
+    exp = client.get_experiment_by_name(MATRIX)
+    assert exp.artifact_location == (runs_dir / "mlflow-artifacts" / MATRIX).resolve().as_uri()
+    runs = all_runs(client)
+    (arm,), (trial,) = kind(runs, "arm"), kind(runs, "trial")
+    assert trial.info.run_id == run_id
+    assert arm.info.run_name == "A arm0a1b" and arm.data.tags["harness.arm_id"] == "arm0a1b"
+    assert arm.data.params == {"level.pr32467": "on", "level.pr33795": "off"}
+    assert arm.data.metrics == {"ready_k": 1.0, "n": 1.0} and arm.data.tags["ready"] == "1/1"
+    assert arm.info.status == "FINISHED"
+    assert trial.info.run_name == "A#0" and trial.data.tags["mlflow.parentRunId"] == arm.info.run_id
+    assert trial.data.tags["harness.trial"] == "0" and trial.data.tags["harness.arm_id"] == "arm0a1b"
+    assert trial.data.params == {"level.pr32467": "on", "level.pr33795": "off", "engine": "sglang",
+                                 "model": "org/model", "tp": "8", "dp": "1", "ep": "1", "base_sha": "deadbeef" * 5,
+                                 "patch.0.pr32467": "a" * 64}
+    assert trial.data.metrics == {"ready": 1.0, "startup_s": 12.5, "capture_s": 4.25, "shapes_captured": 36.0,
+                                  "shapes_total": 36.0, "duration_s": 30.0, "verdict_s": 12.5}
+    tags = trial.data.tags
+    assert (tags["outcome"], tags["label"], tags["harness.counts"]) == ("READY", "A", "true")
+    assert "signature" not in tags and "first_error_line" not in tags
+    assert trial.info.status == "FINISHED"
+    assert (trial.info.start_time, trial.info.end_time) == (T0_MS, T0_MS + 30_000)
+    assert artifact_paths(client, run_id) == ["patches/pr32467.diff", "result.json", "server.log"]
+    logged = json.loads(Path(client.download_artifacts(run_id, "result.json", str(runs_dir.parent))).read_text())
+    assert TrialResult.from_dict(logged) == r
+
+
+def test_failed_trial_tags_truncated_visibly(tracker, runs_dir):
+    r = make_result(outcome=Outcome.IMA, signature="IMA|illegal memory access|k", failing_rank="TP3",
+                    first_error_line="CUDA error: an illegal memory access " + "x" * 6000,
+                    ladder=Ladder(shapes_captured=12, shapes_total=36, failing_bs=96))
+    run = MlflowClient(tracker.uri).get_run(tracker.log_trial(r, write_trial(runs_dir, r)))
+    tags = run.data.tags
+    assert (tags["outcome"], tags["failing_bs"], tags["failing_rank"]) == ("IMA", "96", "TP3")
+    assert tags["signature"] == "IMA|illegal memory access|k"
+    assert len(tags["first_error_line"]) == 5000 and tags["first_error_line"].endswith("[truncated]")
+    assert tags["first_error_line"].startswith("CUDA error: an illegal memory access")
+    assert run.data.metrics["ready"] == 0.0 and "startup_s" not in run.data.metrics and "capture_s" not in run.data.metrics
+
+
+def test_arm_summary_counts_only_counted_outcomes(tracker, runs_dir):
+    outcomes = [Outcome.READY, Outcome.IMA, Outcome.READY, Outcome.INFRA, Outcome.PATCH_FAILED]
+    for k, o in enumerate(outcomes):
+        r = make_result(k=k, outcome=o)
+        tracker.log_trial(r, write_trial(runs_dir, r))
+    runs = all_runs(MlflowClient(tracker.uri))
+    (arm,) = kind(runs, "arm")
+    assert arm.data.tags["ready"] == "2/3" and arm.data.metrics == {"ready_k": 2.0, "n": 3.0}
+    counts = {r.data.tags["outcome"]: r.data.tags["harness.counts"] for r in kind(runs, "trial")}
+    assert counts == {"READY": "true", "IMA": "true", "INFRA": "false", "PATCH_FAILED": "false"}
+    hist = MlflowClient(tracker.uri).get_metric_history(arm.info.run_id, "ready_k")
+    assert [(m.step, m.value) for m in hist] == [(1, 1.0), (2, 1.0), (3, 2.0)]
+
+
+def test_logging_twice_makes_no_duplicates_and_no_reupload(tracker, runs_dir):
+    r = make_result()
+    d = write_trial(runs_dir, r)
+    first = tracker.log_trial(r, d)
+    art = runs_dir / "mlflow-artifacts" / MATRIX / first / "artifacts"
+    mtimes = {p: p.stat().st_mtime_ns for p in art.rglob("*") if p.is_file()}
+    assert len(mtimes) == 3
+    again = Tracker(TrackingConfig(), runs_dir)  # a fresh process: nothing cached
+    assert again.log_trial(r, d) == first and tracker.log_trial(r, d) == first
+    assert {p: p.stat().st_mtime_ns for p in art.rglob("*") if p.is_file()} == mtimes
+    runs = all_runs(MlflowClient(tracker.uri))
+    assert len(kind(runs, "arm")) == 1 and len(kind(runs, "trial")) == 1
+    assert kind(runs, "arm")[0].data.tags["ready"] == "1/1"
+
+
+def test_relogging_a_reclassified_trial_updates_tags_not_runs(tracker, runs_dir):
+    r = make_result(outcome=Outcome.OTHER, signature="OTHER|x")
+    d = write_trial(runs_dir, r)
+    run_id = tracker.log_trial(r, d)
+    r2 = make_result(outcome=Outcome.HANG)  # no signature any more
+    assert tracker.log_trial(r2, d) == run_id
+    run = MlflowClient(tracker.uri).get_run(run_id)
+    assert run.data.tags["outcome"] == "HANG" and "signature" not in run.data.tags
+    assert len(all_runs(MlflowClient(tracker.uri))) == 2
+
+
+def test_changed_param_is_a_tracking_error_naming_the_trial(tracker, runs_dir):
+    r = make_result()
+    d = write_trial(runs_dir, r)
+    tracker.log_trial(r, d)
+    with pytest.raises(TrackingError, match=r"four_arm/arm0a1b/0: .*model.*org/other"):
+        tracker.log_trial(make_result(model="org/other", duration_s=31.0), d)
+
+
+def test_sync_two_arms_three_trials_is_idempotent(tracker, runs_dir):
+    for arm_id, label in (("aaa111", "A"), ("bbb222", "B")):
+        for k in range(3):
+            write_trial(runs_dir, make_result(arm_id=arm_id, label=label, k=k, levels={"pr32467": label.lower()}))
+    write_arms(runs_dir, [("aaa111", "A"), ("bbb222", "B")])
+    assert tracker.sync(runs_dir / MATRIX) == SyncReport(logged=6, skipped=0, failed=[])
+    assert Tracker(TrackingConfig(), runs_dir).sync(runs_dir / MATRIX) == SyncReport(logged=0, skipped=6, failed=[])
+    runs = all_runs(MlflowClient(tracker.uri))
+    assert len(runs) == 8
+    for arm in kind(runs, "arm"):
+        children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == arm.info.run_id]
+        assert len(children) == 3 and arm.data.tags["ready"] == "3/3"
+        assert arm.info.run_name in ("A aaa111", "B bbb222")
+        assert {c.info.run_name for c in children} == {f"{arm.info.run_name[0]}#{k}" for k in range(3)}
+
+
+def test_sync_reports_bad_files_and_logs_the_others(tracker, runs_dir):
+    for k in range(3):
+        write_trial(runs_dir, make_result(k=k))
+    (runs_dir / MATRIX / "arm0a1b" / "1" / "result.json").write_text("{not json")
+    bad = make_result(k=2).to_dict() | {"outcome": "EXPLODED"}
+    (runs_dir / MATRIX / "arm0a1b" / "2" / "result.json").write_text(json.dumps(bad))
+    moved = write_trial(runs_dir, make_result(k=3)) / "result.json"
+    moved.write_text(json.dumps(make_result(k=7).to_dict()))  # record and directory disagree
+    report = tracker.sync(runs_dir / MATRIX)
+    assert (report.logged, report.skipped) == (1, 0)
+    assert sorted(p.parent.name for p, _ in report.failed) == ["1", "2", "3"]
+    assert all(msg.startswith("unreadable result") for _, msg in report.failed)
+    assert len(kind(all_runs(MlflowClient(tracker.uri)), "trial")) == 1
+
+
+def test_sync_completes_a_half_logged_trial(tracker, runs_dir):
+    r = make_result()
+    d = write_trial(runs_dir, r)
+    run_id = tracker.log_trial(r, d)
+    client = MlflowClient(tracker.uri)
+    client.delete_tag(run_id, DONE_TAG)  # as if the writer died before the end
+    (runs_dir / "mlflow-artifacts" / MATRIX / run_id / "artifacts" / "server.log").unlink()
+    assert tracker.sync(runs_dir / MATRIX) == SyncReport(logged=1, skipped=0, failed=[])
+    assert artifact_paths(client, run_id) == ["patches/pr32467.diff", "result.json", "server.log"]
+    assert len(all_runs(client)) == 2 and client.get_run(run_id).data.tags[DONE_TAG]
+
+
+def test_secrets_never_reach_mlflow(tracker, runs_dir):
+    secret, key = "hf_secret123", "sk-live-987654"
+    r = make_result(env={"HF_TOKEN": secret, "OPENAI_API_KEY": key, "SGLANG_MODE": "compact"},
+                    argv=("python", "-m", "sglang", "--api-key", key, f"--hf-token={secret}"),
+                    outcome=Outcome.OTHER, first_error_line=f"401 Unauthorized for token {secret}",
+                    detail=f"auth failed with {key}", levels={"pr32467": "on", "hf_token": secret},
+                    config={"env": {"HF_TOKEN": secret}, "nested": [{"db_password": "pw-xyz-1"}]})
+    d = write_trial(runs_dir, r, log=f"loading with HF_TOKEN={secret}\nkey {key}\n")
+    run_id = tracker.log_trial(r, d)
+    stored = list(runs_dir.glob("mlflow.db*")) + [p for p in (runs_dir / "mlflow-artifacts").rglob("*") if p.is_file()]
+    assert len(stored) >= 4
+    for p in stored:
+        data = p.read_bytes()
+        for s in (secret, key, "pw-xyz-1"):
+            assert s.encode() not in data, (p, s)
+    run = MlflowClient(tracker.uri).get_run(run_id)
+    assert run.data.params["level.hf_token"] == "***" and "***" in run.data.tags["first_error_line"]
+    logged = json.loads((runs_dir / "mlflow-artifacts" / MATRIX / run_id / "artifacts" / "result.json").read_text())
+    assert logged["env"]["HF_TOKEN"] == "***" and logged["argv"][4] == "***"
+
+
+def test_first_log_creates_the_database(tmp_path):
+    runs = tmp_path / "fresh" / "runs"  # does not exist yet
+    r = make_result()
+    d = write_trial(runs, r)
+    (runs / "mlflow.db").unlink(missing_ok=True)
+    assert Tracker(TrackingConfig(), runs).log_trial(r, d)
+    assert (runs / "mlflow.db").stat().st_size > 0
+
+
+def test_per_trial_logging_is_fast_after_the_first(tracker, runs_dir):
+    results = [make_result(k=k) for k in range(11)]
+    tracker.log_trial(results[0], write_trial(runs_dir, results[0]))  # creates and migrates the DB
+    dirs = [write_trial(runs_dir, r) for r in results[1:]]
+    t = time.perf_counter()
+    for r, d in zip(results[1:], dirs, strict=True):
+        tracker.log_trial(r, d)
+    per_trial_s = (time.perf_counter() - t) / 10
+    print(f"per-trial log: {per_trial_s * 1000:.0f} ms")
+    assert per_trial_s < 0.5
+
+
+def test_disabled_tracker_touches_nothing(runs_dir):
+    r = make_result()
+    d = write_trial(runs_dir, r)
+    db = (runs_dir / "mlflow.db").read_bytes()
+    t = Tracker(TrackingConfig(enabled=False), runs_dir)
+    assert t.log_trial(r, d) is None and t.sync(runs_dir / MATRIX) == SyncReport()
+    assert (runs_dir / "mlflow.db").read_bytes() == db and not (runs_dir / "mlflow-artifacts").exists()
+
+
+def test_ui_command(tmp_path):
+    argv = ui_command(tmp_path, port=5123)
+    assert argv[1:] == ["-m", "mlflow", "ui", "--backend-store-uri", f"sqlite:///{tmp_path.resolve()}/mlflow.db",
+                        "--host", "127.0.0.1", "--port", "5123", "--workers", "1"]
+    assert ui_command(tmp_path, uri="http://h:1")[5] == "http://h:1"
+
+
+def test_logging_through_a_real_server(tmp_path, runs_dir):
+    srv_dir = tmp_path / "srv"
+    with MlflowServer(f"sqlite:///{srv_dir}/mlflow.db", srv_dir / "artifacts", srv_dir / "server.log") as srv:
+        tracker = Tracker(TrackingConfig(uri=srv.url), runs_dir)
+        for arm_id, label in (("aaa111", "A"), ("bbb222", "B")):
+            for k in range(2):
+                write_trial(runs_dir, make_result(arm_id=arm_id, label=label, k=k))
+        r = make_result(arm_id="aaa111", k=0)
+        run_id = tracker.log_trial(r, runs_dir / MATRIX / "aaa111" / "0")
+        assert tracker.sync(runs_dir / MATRIX) == SyncReport(logged=3, skipped=1, failed=[])
+        client = MlflowClient(srv.url)
+        runs = all_runs(client)
+        assert len(kind(runs, "arm")) == 2 and len(kind(runs, "trial")) == 4
+        assert artifact_paths(client, run_id) == ["patches/pr32467.diff", "result.json", "server.log"]
+        assert client.get_experiment_by_name(MATRIX).artifact_location.startswith("mlflow-artifacts:")
+        pgid = srv.proc.pid
+    assert list((srv_dir / "artifacts").rglob("server.log"))  # proxied into the server's folder
+    assert srv.stopped.survivors == () and group_alive(pgid) == []
+
+
+def test_unreachable_server_fails_fast_with_tracking_error(runs_dir, monkeypatch):
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "2")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends
+    r = make_result()
+    tracker = Tracker(TrackingConfig(uri=f"http://127.0.0.1:{port}"), runs_dir)
+    t = time.monotonic()
+    with pytest.raises(TrackingError, match=r"four_arm/arm0a1b/0: MlflowException.*127\.0\.0\.1") as e:
+        tracker.log_trial(r, write_trial(runs_dir, r))
+    assert time.monotonic() - t < 10 and e.value.key == "four_arm/arm0a1b/0"
