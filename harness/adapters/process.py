@@ -79,6 +79,7 @@ class ProcessTree:
             pass  # the shim died: the report channel says why
         if not self._started.wait(SHIM_START_TIMEOUT_S) or self._error or self._pid is None:
             self.stop(timeout_s=1.0)
+            self.close()
             if self._error:
                 raise ConfigError(f"cannot start {argv[0]!r}: {self._error}", key="argv")
             raise HarnessError(f"reaper shim did not start the server (shim rc={self._popen.returncode})")

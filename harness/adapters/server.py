@@ -263,6 +263,7 @@ class Server:
         tree, pump, spec = self._started(), self._pump, self.spec
         deadline = self.launched_at + spec.startup_timeout_s
         next_probe = self.launched_at
+        probed_at_marker = False
         http_ready = False
         while True:
             self._wake.clear()
@@ -283,13 +284,18 @@ class Server:
                 return self._decide("hang", now)
             if now >= deadline:
                 return self._decide("timeout", now)
-            if spec.probe.http_path is not None and not http_ready and now >= next_probe:
-                http_ready = self._probe_http(min(PROBE_TIMEOUT_S, deadline - now))
-                next_probe = time.monotonic() + spec.probe.interval_s
+            if spec.probe.http_path is not None and not http_ready:
+                # The ready marker in the log is a strong hint: probe at once rather than at the next tick.
+                if now >= next_probe or (pump.ready_at is not None and not probed_at_marker):
+                    probed_at_marker = pump.ready_at is not None
+                    http_ready = self._probe_http(min(PROBE_TIMEOUT_S, deadline - now))
+                    next_probe = time.monotonic() + spec.probe.interval_s
             if self._is_ready(http_ready):
                 return self._decide("ready", time.monotonic())
-            quiet_left = pump.last_output + spec.quiet_timeout_s - time.monotonic()
-            self._wake.wait(max(0.0, min(spec.probe.interval_s, deadline - time.monotonic(), quiet_left)))
+            now = time.monotonic()
+            quiet_left = pump.last_output + spec.quiet_timeout_s - now
+            probe_left = next_probe - now if spec.probe.http_path is not None else spec.probe.interval_s
+            self._wake.wait(max(0.0, min(probe_left, deadline - now, quiet_left)))
 
     def _is_ready(self, http_ready: bool) -> bool:
         probe = self.spec.probe

@@ -55,7 +55,7 @@ class Secrets:
     def scrub(self, text: str) -> str:
         """text with every known secret value replaced by REDACTED."""
         for v in self.values:
-            pass
+            text = text.replace(v, REDACTED)
         return text
 
     def value(self, key: str, value: str) -> str:
@@ -117,7 +117,9 @@ def safe_key(key: str) -> str:
 
 def clip(text: str, limit: int) -> str:
     """text cut to limit characters, visibly: the cut ends with TRUNCATED."""
-    return text if len(text) <= limit else text[: limit - len(TRUNCATED)] + TRUNCATED
+    if len(text) <= limit:
+        return text
+    return text[: limit - len(TRUNCATED)] + TRUNCATED if limit > len(TRUNCATED) else text[:limit]
 
 
 def _guard(d: Mapping[str, str], secrets: Secrets, limit: int) -> dict[str, str]:

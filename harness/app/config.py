@@ -14,7 +14,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from harness.adapters.engines import engine_names
 from harness.core.matrix import Matrix
-from harness.core.schema import MATRIX_KEYS, parse_matrix
+from harness.core.schema import MATRIX_KEYS, parse_matrix, with_known_keys
 from harness.errors import ConfigError
 from harness.paths import data_dir, matrix_dirs
 from harness.app.yaml_loader import load_yaml
@@ -85,7 +85,7 @@ def compose_config(matrix_file: Path, overrides: Sequence[str]) -> dict[str, Any
         if k not in MATRIX_KEYS:
             raise ConfigError(f"unknown key {k!r}; valid keys: {', '.join(MATRIX_KEYS)}",
                               file=str(matrix_file), key=str(k))
-    ConfigStore.instance().store(group="matrix", name="selected", node=OmegaConf.create(data),
+    ConfigStore.instance().store(group="matrix", name="selected", node=OmegaConf.create(with_known_keys(data)),
                                  package="_global_")
     GlobalHydra.instance().clear()
     try:
@@ -94,7 +94,7 @@ def compose_config(matrix_file: Path, overrides: Sequence[str]) -> dict[str, Any
                           overrides=["+matrix=selected", *(_hydra_override(o) for o in overrides)])
         return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
     except (HydraException, OmegaConfBaseException) as exc:
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        message = " ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
         valid = ", ".join((*SETTINGS_KEYS, *MATRIX_KEYS))
         raise ConfigError(f"command-line override rejected: {message} (top-level keys: {valid})",
                           file=str(matrix_file)) from None

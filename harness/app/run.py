@@ -1,6 +1,7 @@
 """Use case: run a matrix — expand, plan, resume, execute each trial, log, report."""
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 from dataclasses import dataclass
@@ -48,12 +49,14 @@ def describe(matrix: Matrix, arms: list[Arm], console: Console) -> None:
                             worktree=Path("<worktree>") if t.source else None)
         argv = engine.argv(ctx)
         console.print(f"\n[bold]{arm.label}[/] {arm.title}  id {arm.arm_id}")
-        console.print("  argv:", argv, soft_wrap=True, markup=False)
-        console.print("  env: ", redact_env(dict(arm.env)), soft_wrap=True, markup=False)
-        if arm.patches:
-            console.print("  patches:", [p.name for p in arm.patches], markup=False)
+        # Shown quoted for reading and copying; the harness itself never runs a shell.
+        console.print(f"  argv: {shlex.join(argv)}", soft_wrap=True, markup=False)
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in redact_env(dict(arm.env)).items())
+        console.print(f"  env:  {env or '(none added)'}", soft_wrap=True, markup=False)
         if t.pythonpath:
-            console.print("  PYTHONPATH (in the arm's worktree):", list(t.pythonpath), markup=False)
+            console.print(f"  PYTHONPATH: {', '.join(t.pythonpath)} (inside the arm's worktree)", markup=False)
+        if arm.patches:
+            console.print(f"  patches: {', '.join(p.name for p in arm.patches)}", markup=False)
     console.print(f"\n{len(arms) * matrix.repeats} trials; nothing launched (dry run).")
 
 

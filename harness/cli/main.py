@@ -16,6 +16,13 @@ from harness.errors import ConfigError
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
+def _print_markdown(console: Console, text: str) -> None:
+    # Written raw: a wrapped markdown table no longer pastes into a pull request.
+    console.file.flush()
+    sys.stdout.write("\n" + text + "\n")
+    sys.stdout.flush()
+
+
 def _run(ns: argparse.Namespace, console: Console) -> int:
     from harness.app.config import load
     from harness.app.report import build_report, terminal_table
@@ -27,7 +34,7 @@ def _run(ns: argparse.Namespace, console: Console) -> int:
         return EXIT_OK
     report = build_report(matrix, settings.runs_dir)
     console.print(terminal_table(report.summaries, title=f"{matrix.name}: per-arm results"))
-    console.print(report.markdown, markup=False, highlight=False)
+    _print_markdown(console, report.markdown)
     console.print(f"results: {outcome.store}", markup=False)
     for f in report.files:
         console.print(f"report:  {f}", markup=False)
@@ -52,7 +59,7 @@ def _report(ns: argparse.Namespace, console: Console) -> int:
         sys.stdout.write(report.markdown)
     else:
         console.print(terminal_table(report.summaries, title=f"{matrix.name}: per-arm results"))
-        console.print(report.markdown, markup=False, highlight=False)
+        _print_markdown(console, report.markdown)
         for f in report.files:
             console.print(f"written: {f}", markup=False)
     return EXIT_OK
@@ -138,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; ConfigError (bad input) exits 2 with one clear message."""
     ns = parser().parse_args(argv)
     console = Console(highlight=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, width=160)
     try:
         return COMMANDS[ns.command][1](ns, console)
     except ConfigError as exc:

@@ -13,10 +13,36 @@ from harness.errors import ConfigError
 
 MATRIX_KEYS = ("description", "target", "axes", "include", "exclude", "repeats", "schedule", "seed",
                "baseline", "gates")
-_TARGET_KEYS = ("engine", "command", "source", "pythonpath", "python", "model", "tp", "dp", "ep", "args",
+TARGET_KEYS = ("engine", "command", "source", "pythonpath", "python", "model", "tp", "dp", "ep", "args",
                 "env", "host", "port", "ready", "startup_timeout_s", "quiet_timeout_s", "fatal_grace_s",
                 "stop_timeout_s")
-_LEVEL_KEYS = ("patches", "env", "args", "model", "tp", "dp", "ep")
+LEVEL_KEYS = ("patches", "env", "args", "model", "tp", "dp", "ep")
+READY_KEYS = ("http_path", "log_marker", "require_both", "interval_s")
+
+
+def _level_with_keys(value: Any) -> Any:
+    if value is None:
+        return {k: None for k in LEVEL_KEYS}
+    return {k: None for k in LEVEL_KEYS} | dict(value) if isinstance(value, Mapping) else value
+
+
+def with_known_keys(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy with every known key present (None where unset), so a command-line override may set
+    any valid key, as the file could have. Unknown keys are kept for parse_matrix to reject."""
+    out = {k: data.get(k) for k in MATRIX_KEYS} | dict(data)
+    if isinstance(out.get("target"), Mapping):
+        target = {k: None for k in TARGET_KEYS} | dict(out["target"])
+        ready = target.get("ready")
+        if ready is None:
+            target["ready"] = {"http_path": "/health", "log_marker": None, "require_both": None, "interval_s": None}
+        elif isinstance(ready, Mapping):
+            target["ready"] = {"http_path": "/health", "log_marker": None, "require_both": None,
+                               "interval_s": None} | dict(ready)
+        out["target"] = target
+    if isinstance(out.get("axes"), Mapping):
+        out["axes"] = {ax: ({lv: _level_with_keys(v) for lv, v in levels.items()} if isinstance(levels, Mapping)
+                            else levels) for ax, levels in out["axes"].items()}
+    return out
 
 
 class _Checker:
@@ -101,6 +127,11 @@ def _scalar_str(v: Any) -> str:
     return str(v)
 
 
+def _get(data: Mapping[str, Any], key: str, default: Any) -> Any:
+    value = data.get(key)
+    return default if value is None else value
+
+
 def _optional(data: Mapping[str, Any], key: str, conv: Callable[[Any, str], Any], where: str, default: Any) -> Any:
     value = data.get(key)
     return default if value is None else conv(value, f"{where}.{key}" if where else key)
@@ -121,7 +152,7 @@ def parse_level(c: _Checker, name: str, value: Any, key: str) -> Level:
     """One axis level."""
     if value is None:
         value = {}
-    m = c.mapping(value, key, _LEVEL_KEYS)
+    m = c.mapping(value, key, LEVEL_KEYS)
     patches = m.get("patches") or []
     if not isinstance(patches, (list, tuple)):
         raise c.fail(f"{key}.patches", f"expected a list, got {_kind(patches)}")
@@ -139,8 +170,8 @@ def parse_level(c: _Checker, name: str, value: Any, key: str) -> Level:
 
 def parse_target(c: _Checker, value: Any, engines: tuple[str, ...]) -> Target:
     """The target block."""
-    m = c.mapping(value, "target", _TARGET_KEYS)
-    engine = c.string(m.get("engine", "command"), "target.engine")
+    m = c.mapping(value, "target", TARGET_KEYS)
+    engine = c.string(_get(m, "engine", "command"), "target.engine")
     if engine not in engines:
         raise c.fail("target.engine", f"unknown engine {engine!r}; valid engines: {', '.join(engines)}")
     source = None
@@ -152,7 +183,7 @@ def parse_target(c: _Checker, value: Any, engines: tuple[str, ...]) -> Target:
                         ref=c.string(s.get("ref", "HEAD"), "target.source.ref"))
     ready = ReadyCheck()
     if m.get("ready") is not None:
-        r = c.mapping(m["ready"], "target.ready", ("http_path", "log_marker", "require_both", "interval_s"))
+        r = c.mapping(m["ready"], "target.ready", READY_KEYS)
         ready = ReadyCheck(
             http_path=_optional(r, "http_path", c.string, "target.ready", None) if "http_path" in r else "/health",
             log_marker=_optional(r, "log_marker", c.string, "target.ready", None),
@@ -236,7 +267,7 @@ def parse_matrix(data: Mapping[str, Any], *, name: str, file: str, engines: tupl
         axes.append(Axis(str(ax_name), tuple(
             parse_level(c, _scalar_str(lv), v, f"axes.{ax_name}.{lv}") for lv, v in lv_m.items())))
     axes_t = tuple(axes)
-    schedule = c.string(data.get("schedule", "interleaved"), "schedule")
+    schedule = c.string(_get(data, "schedule", "interleaved"), "schedule")
     if schedule not in {s.value for s in Schedule}:
         raise c.fail("schedule", f"unknown schedule {schedule!r}; valid: {', '.join(s.value for s in Schedule)}")
     baseline = None
@@ -250,9 +281,9 @@ def parse_matrix(data: Mapping[str, Any], *, name: str, file: str, engines: tupl
         name=name, file=file, target=target, axes=axes_t,
         include=_assignments(c, data.get("include"), "include", axes_t, complete=True),
         exclude=_assignments(c, data.get("exclude"), "exclude", axes_t, complete=False),
-        repeats=c.integer(data.get("repeats", 1), "repeats", 1),
+        repeats=c.integer(_get(data, "repeats", 1), "repeats", 1),
         schedule=Schedule(schedule),
-        seed=c.integer(data.get("seed", 0), "seed"),
+        seed=c.integer(_get(data, "seed", 0), "seed"),
         baseline=baseline,
         gates=tuple(c.mapping(g, f"gates[{i}]") for i, g in enumerate(gates)),
         description=str(data.get("description") or ""),

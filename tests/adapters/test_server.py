@@ -206,6 +206,7 @@ def test_sigkill_of_the_harness_takes_the_server_tree_down(tmp_path):
     out = tmp_path / "pids.json"
     code = HARNESS.format(root=str(ROOT), tmp=str(tmp_path), out=str(out))
     harness = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
+    tree: list[psutil.Process] = []
     try:
         end = time.monotonic() + 20
         while not out.exists() and harness.poll() is None and time.monotonic() < end:
@@ -218,6 +219,9 @@ def test_sigkill_of_the_harness_takes_the_server_tree_down(tmp_path):
     finally:
         harness.kill()
         harness.wait(5)
+        for p in tree:   # if the test failed, do not leave its processes behind
+            if _alive(p):
+                p.kill()
 
 
 def test_server_outlives_the_thread_that_started_it(tmp_path):
@@ -273,6 +277,18 @@ def test_every_line_reaches_log_and_sink_including_odd_ones(tmp_path):
     assert run.log_tail.endswith("no newline at the end") and len(run.log_tail.splitlines()) == 50
 
 
+def test_fatal_line_behind_a_burst_just_before_exit_is_not_lost(tmp_path):
+    code = r"""
+        import sys
+        sys.stdout.write("".join("weights shard %d\n" % i for i in range(50000)))
+        sys.stdout.write("RuntimeError: CUDA error: an illegal memory access was encountered\n")
+        sys.exit(1)
+    """
+    with Server(script_spec(tmp_path, code), RegexSink()) as srv:
+        run = srv.wait_ready()
+    assert (run.state, run.fatal, run.exit_code) == ("fatal", Outcome.IMA, 1)
+
+
 def test_child_gets_exactly_the_given_environment(tmp_path):
     env = {"PATH": os.environ["PATH"], "HARNESS_TEST": "a b", "PYTHONPATH": "/nowhere"}
     spec = replace(script_spec(tmp_path, ""), argv=("env",), env=env)
@@ -303,3 +319,14 @@ def test_launch_errors_are_typed(tmp_path):
         LaunchSpec(argv=("x",), env={}, cwd=tmp_path, log_path=tmp_path / "l")
     with pytest.raises(ConfigError, match="shell string"):
         LaunchSpec(argv="python -m x", env={}, cwd=tmp_path, log_path=tmp_path / "l", port=1)
+
+
+def test_no_fd_or_thread_leaks(tmp_path):
+    def launch():
+        with Server(fixture_spec(tmp_path, "crash"), RegexSink()) as srv:
+            srv.wait_ready()
+    launch()   # warm up lazily created resources (psutil caches)
+    fds, threads = len(os.listdir("/proc/self/fd")), threading.active_count()
+    for _ in range(3):
+        launch()
+    assert (len(os.listdir("/proc/self/fd")), threading.active_count()) == (fds, threads)

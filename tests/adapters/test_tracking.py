@@ -56,7 +56,7 @@ def write_arms(runs_dir: Path, arms: list[tuple[str, str]]) -> None:
 def empty_db(tmp_path_factory) -> bytes:
     """A migrated, empty mlflow.db: creating one costs ~3 s, copying it nothing."""
     d = tmp_path_factory.mktemp("template")
-    MlflowClient(f"sqlite:///{d}/mlflow.db").search_experiments()
+    Tracker(TrackingConfig(), d).client.search_experiments()
     return (d / "mlflow.db").read_bytes()
 
 
@@ -152,11 +152,13 @@ def test_logging_twice_makes_no_duplicates_and_no_reupload(tracker, runs_dir):
     d = write_trial(runs_dir, r)
     first = tracker.log_trial(r, d)
     art = runs_dir / "mlflow-artifacts" / MATRIX / first / "artifacts"
-    mtimes = {p: p.stat().st_mtime_ns for p in art.rglob("*") if p.is_file()}
-    assert len(mtimes) == 3
+    files = [p for p in art.rglob("*") if p.is_file()]
+    assert len(files) == 3
+    for p in files:  # same size, other bytes: an upload would show (copy2 keeps mtimes, so not those)
+        p.write_bytes(b"Z" * p.stat().st_size)
     again = Tracker(TrackingConfig(), runs_dir)  # a fresh process: nothing cached
     assert again.log_trial(r, d) == first and tracker.log_trial(r, d) == first
-    assert {p: p.stat().st_mtime_ns for p in art.rglob("*") if p.is_file()} == mtimes
+    assert all(set(p.read_bytes()) == {ord("Z")} for p in files)
     runs = all_runs(MlflowClient(tracker.uri))
     assert len(kind(runs, "arm")) == 1 and len(kind(runs, "trial")) == 1
     assert kind(runs, "arm")[0].data.tags["ready"] == "1/1"
@@ -205,11 +207,14 @@ def test_sync_reports_bad_files_and_logs_the_others(tracker, runs_dir):
     (runs_dir / MATRIX / "arm0a1b" / "2" / "result.json").write_text(json.dumps(bad))
     moved = write_trial(runs_dir, make_result(k=3)) / "result.json"
     moved.write_text(json.dumps(make_result(k=7).to_dict()))  # record and directory disagree
+    write_arms(runs_dir, [("arm0a1b", "A"), ("ccc333", "C")])  # C has no trial yet
     report = tracker.sync(runs_dir / MATRIX)
     assert (report.logged, report.skipped) == (1, 0)
     assert sorted(p.parent.name for p, _ in report.failed) == ["1", "2", "3"]
     assert all(msg.startswith("unreadable result") for _, msg in report.failed)
-    assert len(kind(all_runs(MlflowClient(tracker.uri)), "trial")) == 1
+    runs = all_runs(MlflowClient(tracker.uri))
+    assert len(kind(runs, "trial")) == 1
+    assert {r.info.run_name: r.data.tags["ready"] for r in kind(runs, "arm")} == {"A arm0a1b": "1/1", "C ccc333": "0/0"}
 
 
 def test_sync_completes_a_half_logged_trial(tracker, runs_dir):
@@ -218,8 +223,13 @@ def test_sync_completes_a_half_logged_trial(tracker, runs_dir):
     run_id = tracker.log_trial(r, d)
     client = MlflowClient(tracker.uri)
     client.delete_tag(run_id, DONE_TAG)  # as if the writer died before the end
-    (runs_dir / "mlflow-artifacts" / MATRIX / run_id / "artifacts" / "server.log").unlink()
+    art = runs_dir / "mlflow-artifacts" / MATRIX / run_id / "artifacts"
+    (art / "server.log").unlink()
+    patch = art / "patches" / "pr32467.diff"
+    patch.write_bytes(b"Z" * patch.stat().st_size)
     assert tracker.sync(runs_dir / MATRIX) == SyncReport(logged=1, skipped=0, failed=[])
+    assert set(patch.read_bytes()) == {ord("Z")}  # present with its size: not sent again
+    assert (art / "server.log").read_text() == "server up\nREADY\n"
     assert artifact_paths(client, run_id) == ["patches/pr32467.diff", "result.json", "server.log"]
     assert len(all_runs(client)) == 2 and client.get_run(run_id).data.tags[DONE_TAG]
 

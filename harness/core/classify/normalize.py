@@ -1,0 +1,146 @@
+"""Turn one physical log line into clean logical segments: noise, wrappers and prefixes off.
+
+A physical line may hold several logical lines: tqdm redraws separated by ``\\r``, or a
+progress bar with the next log line glued after it. Each segment is cleaned of terminal and
+copy-paste noise (ANSI colours, also with the escape byte lost; HTML colour tags; NULs;
+markdown bold) and then of its prefixes (container and CI wrappers, timestamps, process and
+rank tags, logger headers), keeping the rank as printed and the log level if one is shown.
+"""
+from __future__ import annotations
+
+import re
+from typing import NamedTuple, Sequence
+
+# A tqdm bar ends with its rate in brackets: "... 4/51 [00:20<03:35,  4.59s/it]".
+_BAR_END = re.compile(r"(?<=/s\])|(?<=/it\])")
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b")
+# GitHub and some CI viewers drop the ESC byte and leave " [36m ... [0m".
+_ANSI_NO_ESC = re.compile(r"\[\d{1,3}(?:;\d{1,3})*m")
+_HTML = re.compile(r"</?(?:font|b|i|u|span|strong|em|code|pre|br|div|p|a)\b[^<>]*>", re.IGNORECASE)
+_ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&#39;", "'"), ("&amp;", "&"))
+
+_PREFIX = re.compile(
+    "|".join(
+        (
+            # Kubernetes / CRI and `docker logs --timestamps`: "2025-01-01T00:00:00.000Z stderr F "
+            r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+(?:(?:stdout|stderr)\s+[FP]\s+)?",
+            # Buildkite and other CI timestamps: "[2025-01-01T00:00:00Z] "
+            r"\[\d{4}-\d\d-\d\dT[\d:.,]+Z?\]\s*",
+            # docker compose "vllm-1  | ", "[sglang]     | ", and a bare CI gutter "| "
+            r"[\w.-]{1,40}\s+\|\s?",
+            r"\[[\w.-]{1,40}\]\s+\|\s?",
+            r"\|\s",
+            # Ray / vLLM process tags: "(Worker_PP0_TP1_EP1 pid=1)", "(VllmWorker rank=5 pid=1)"
+            r"(?P<proc>\((?P<pname>[A-Za-z][\w-]*)?(?: ?rank=(?P<prank>\d+))? ?pid=\d+(?:, ip=[\d.]+)?\))\s*",
+            # torchrun: "[rank0]:"
+            r"\[rank(?P<trank>\d+)\]:\s*",
+            # sglang: "[2025-06-22 16:13:55 DP3 TP3]", "[15:57:49 TP0]", "[2025-06-22 16:14:00]"
+            r"\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:[.,]\d+)?(?P<sranks>(?: [A-Z]{2,4}\d+)*)\]\s*",
+            # vLLM logger header: "ERROR 07-15 21:01:01 [multiproc_executor.py:1007] "
+            r"(?P<vlvl>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+            r"(?:\[[^\]]*\]|[\w./-]+:\d+\])\s?",
+            # uvicorn: "INFO:     "
+            r"(?P<ulvl>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+",
+            # glog / c10: "[E ProcessGroupNCCL.cpp:475] ", "[W1015 10:00:00.1 12 CUDAGraph.cpp:145] "
+            r"\[(?P<glvl>[EWIF])(?:\d{4} [\d:.]+(?: \d+)?)? ?[\w./-]+\.(?:cpp|cc|cu|h|hpp|py):\d+\]\s*",
+        )
+    )
+)
+_GLOG_LEVEL = {"E": "ERROR", "W": "WARNING", "I": "INFO", "F": "CRITICAL"}
+# The rank part of a Ray/vLLM actor name: "Worker_PP0_TP1_EP1" -> "PP0_TP1_EP1".
+_NAME_RANK = re.compile(r"_((?:[A-Z]{2}\d+)(?:_[A-Z]{2}\d+)*)$")
+# A rank named inside the message: "[Rank 4]", "[PG ID 0 PG GUID 0(default_pg) Rank 2]".
+_MESSAGE_RANK = re.compile(r"\[(?:PG [^\]]*?)?(Rank \d+)\]")
+
+
+class Stripped(NamedTuple):
+    """A segment without its prefixes."""
+
+    message: str
+    rank: str | None      # as printed: "TP1", "DP3 TP3", "rank=5", "rank0", "PP0_TP1_EP1"
+    level: str | None     # "ERROR", "WARNING", ... when a logger header shows one
+    prefixed: bool        # a process or rank tag was present (even one without a rank)
+
+
+def segments(line: str) -> list[str]:
+    """Split a physical line into logical segments (``\\r`` redraws, glued tqdm bars)."""
+    parts = line.split("\r") if "\r" in line else [line]
+    out: list[str] = []
+    for part in parts:
+        if "/s]" in part or "/it]" in part:
+            pieces = _BAR_END.split(part)
+            if len(pieces) > 1 and not pieces[-1]:
+                pieces.pop()
+            out.extend(pieces)
+        else:
+            out.append(part)
+    return out
+
+
+def clean(text: str) -> str:
+    """Remove terminal and copy-paste noise, keeping the words."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "m" in text and "[" in text:
+        text = _ANSI_NO_ESC.sub("", text)
+    if "<" in text:
+        text = _HTML.sub("", text)
+    if "&" in text:
+        for entity, char in _ENTITIES:
+            text = text.replace(entity, char)
+    return text.replace("\x00", "").replace("^@", "").replace("**", "")
+
+
+def compile_prefixes(patterns: Sequence[str]) -> tuple[re.Pattern[str], ...]:
+    """Compile a dialect's extra prefix regexes (each may name a group ``rank``)."""
+    return tuple(re.compile(p) for p in patterns)
+
+
+def strip_prefixes(text: str, extra: Sequence[re.Pattern[str]] = ()) -> Stripped:
+    """Strip wrappers, timestamps, process/rank tags and logger headers from the front."""
+    rank: str | None = None
+    level: str | None = None
+    prefixed = False
+    pos, end = 0, len(text)
+    for _ in range(12):  # a real line has at most a handful of nested prefixes
+        while pos < end and text[pos] in " \t":
+            pos += 1
+        m = None
+        for pattern in extra:
+            m = pattern.match(text, pos)
+            if m and m.end() > pos:
+                prefixed = True
+                if rank is None and "rank" in pattern.groupindex and m.group("rank"):
+                    rank = m.group("rank")
+                break
+            m = None
+        if m is None:
+            m = _PREFIX.match(text, pos)
+            if m is None or m.end() == pos:
+                break
+            g = m.groupdict()
+            if g["proc"] is not None:
+                prefixed = True
+                if rank is None:
+                    if g["prank"]:
+                        rank = f"rank={g['prank']}"
+                    elif g["pname"]:
+                        nm = _NAME_RANK.search(g["pname"])
+                        rank = nm.group(1) if nm else None
+            elif g["trank"] is not None:
+                prefixed = True
+                rank = rank or f"rank{g['trank']}"
+            elif g["sranks"] is not None:
+                prefixed = True
+                rank = rank or (g["sranks"].strip() or None)
+            lvl = g["vlvl"] or g["ulvl"] or (g["glvl"] and _GLOG_LEVEL[g["glvl"]])
+            level = level or lvl or None
+        pos = m.end()
+    return Stripped(text[pos:].strip(), rank, level, prefixed)
+
+
+def message_rank(message: str) -> str | None:
+    """A rank named inside the message ("[Rank 4] Watchdog caught ..."), if any."""
+    m = _MESSAGE_RANK.search(message)
+    return m.group(1) if m else None

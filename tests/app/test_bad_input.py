@@ -1,0 +1,100 @@
+"""Every kind of bad input: one clear message naming file and key, exit code 2, nothing launched."""
+from __future__ import annotations
+
+import pytest
+
+from tests.app.conftest import fixture_target, run_cli, write_matrix
+
+
+def check(project, args, *words):
+    proc = run_cli("run", *args, cwd=project)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    for w in words:
+        assert w in proc.stderr, proc.stderr
+    assert not (project / "runs").exists(), "nothing may be launched or written"
+    assert "Traceback" not in proc.stderr
+    return proc.stderr
+
+
+def test_unknown_matrix_lists_available(project):
+    write_matrix(project, "mine", {"target": fixture_target("ready")})
+    check(project, ["matrix=nope"], "unknown matrix 'nope'", "mine", "demo")
+
+
+def test_unknown_key_lists_valid_ones(project):
+    m = write_matrix(project, "m", {"target": fixture_target("ready"), "repets": 3})
+    check(project, ["matrix=m"], str(m), "repets", "valid keys", "repeats")
+
+
+def test_unknown_key_in_override(project):
+    write_matrix(project, "m", {"target": fixture_target("ready")})
+    check(project, ["matrix=m", "repets=3"], "repets", "repeats")
+
+
+def test_wrong_type(project):
+    write_matrix(project, "m", {"target": fixture_target("ready", tp="eight")})
+    check(project, ["matrix=m"], "target.tp", "expected an integer")
+
+
+def test_axis_level_not_a_mapping(project):
+    write_matrix(project, "m", {"target": fixture_target("ready"), "axes": {"fix": {"on": ["x.diff"]}}})
+    check(project, ["matrix=m"], "axes.fix.on", "expected a mapping")
+
+
+@pytest.mark.parametrize("key, entry, words", [
+    ("include", {"fx": "on"}, ["include[0].fx", "no axis 'fx'"]),
+    ("exclude", {"fix": "maybe"}, ["exclude[0].fix", "no level 'maybe'", "levels: off, on"]),
+])
+def test_include_exclude_name_missing_axis_or_level(project, key, entry, words):
+    write_matrix(project, "m", {"target": fixture_target("ready"), "axes": {"fix": {"off": {}, "on": {}}},
+                                key: [entry]})
+    check(project, ["matrix=m"], *words)
+
+
+def test_patch_file_missing(project, source_repo):
+    write_matrix(project, "m", {"target": {**fixture_target("ready"), "source": {"repo": str(source_repo)}},
+                                "axes": {"fix": {"off": {}, "on": {"patches": ["nope.diff"]}}}})
+    check(project, ["matrix=m"], "axes.fix.on.patches[0]", "nope.diff")
+
+
+def test_repo_not_git(project, tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    write_matrix(project, "m", {"target": {**fixture_target("ready"), "source": {"repo": str(plain)}}})
+    check(project, ["matrix=m"], "target.source.repo", str(plain))
+
+
+def test_ref_does_not_resolve(project, source_repo):
+    write_matrix(project, "m", {"target": {**fixture_target("ready"), "source": {"repo": str(source_repo),
+                                                                                   "ref": "v9.9-nope"}}})
+    check(project, ["matrix=m"], "target.source.ref", "v9.9-nope")
+
+
+def test_unknown_engine(project):
+    write_matrix(project, "m", {"target": fixture_target("ready", engine="trtllm")})
+    check(project, ["matrix=m"], "target.engine", "unknown engine 'trtllm'", "command")
+
+
+def test_port_not_a_number(project):
+    write_matrix(project, "m", {"target": fixture_target("ready", port="http")})
+    check(project, ["matrix=m"], "target.port", "expected an integer")
+
+
+def test_port_override_not_a_number(project):
+    write_matrix(project, "m", {"target": fixture_target("ready")})
+    check(project, ["matrix=m", "target.port=abc"], "target.port", "expected an integer")
+
+
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_repeats_below_one(project, value):
+    write_matrix(project, "m", {"target": fixture_target("ready")})
+    check(project, ["matrix=m", f"repeats={value}"], "repeats", ">= 1")
+
+
+def test_yaml_syntax_error(project):
+    (project / "matrices" / "m.yaml").write_text("target: {engine: command\n")
+    check(project, ["matrix=m"], "m.yaml", "not valid YAML")
+
+
+def test_no_matrix_given(project):
+    check(project, [], "matrix=NAME")
