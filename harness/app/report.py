@@ -25,7 +25,9 @@ def build_report(matrix: Matrix, runs_dir: Path) -> Report:
     """Summaries for the matrix's arms (in label order) plus any other arms found in its store;
     writes report.md and report.csv beside the results."""
     store = Store(runs_dir, matrix.name)
-    legend = [{"arm_id": a.arm_id, "label": a.label, "levels": dict(a.levels)} for a in expand(matrix)]
+    # The legend of the last run (arm ids include the base SHA it resolved); expand if none yet.
+    legend = store.read_arms() or [{"arm_id": a.arm_id, "label": a.label, "levels": dict(a.levels)}
+                                   for a in expand(matrix)]
     results = store.results()
     summaries = summarize(results, legend)
     shas = sorted({r.source.base_sha for r in results if r.source.base_sha})

@@ -68,11 +68,11 @@ def _view(progress: Progress, current: str, matrix: Matrix, arms: list[Arm], sto
 
 def run_matrix(matrix: Matrix, settings: Settings, console: Console) -> RunReport:
     """Run every pending trial of the matrix in schedule order; results land in the store first."""
-    arms = expand(matrix)
+    source_top, base_sha = check_sources(matrix)
+    arms = expand(matrix, base_sha)
     if settings.dry_run:
         describe(matrix, arms, console)
         return RunReport(total=len(arms) * matrix.repeats, skipped=0, ran=0, store=settings.runs_dir / matrix.name)
-    source_top, base_sha = check_sources(matrix, arms)
     store = Store(settings.runs_dir, matrix.name)
     store.write_arms(arms, {"file": matrix.file, "description": matrix.description})
     trials = order_trials(arms, matrix.repeats, matrix.schedule, matrix.seed)

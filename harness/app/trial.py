@@ -95,12 +95,16 @@ def _environment(spec: TrialSpec, worktree: Path | None, engine_cache: dict[str,
 
 
 def outcome_of(run: ServerRun, seen: Classification) -> Outcome:
-    """Map how the server ended plus what its log says to the trial's outcome."""
-    logged = seen.outcome if seen.outcome is not None and seen.outcome is not Outcome.READY else None
+    """Map how the server ended plus what its log says to the trial's outcome.
+
+    A fatal line seen while streaming names the class (the classifier's final precedence picks the
+    root cause among everything read). Without one, the server's state decides: a log that merely
+    stops mid-capture reads as HANG to the classifier, but here we know whether it went quiet
+    (HANG), ran out of time (TIMEOUT) or exited."""
     if run.state == "ready":
         return Outcome.READY
-    if logged is not None:
-        return logged
+    if run.fatal is not None:
+        return seen.outcome if seen.outcome not in (None, Outcome.READY) else run.fatal
     if run.state == "hang":
         return Outcome.HANG
     if run.state == "timeout":

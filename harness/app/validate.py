@@ -4,12 +4,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.adapters.source.git import PatchSpec, check_patches, resolve_repo
-from harness.core.arms import Arm
 from harness.core.matrix import Matrix
 from harness.errors import ConfigError
 
 
-def check_sources(matrix: Matrix, arms: list[Arm]) -> tuple[Path | None, str | None]:
+def check_sources(matrix: Matrix) -> tuple[Path | None, str | None]:
     """Resolve the target's repository and base ref, and check every patch of every axis level.
     Returns (repository top level, base SHA), or (None, None) for a target without a source."""
     base = Path(matrix.file).parent

@@ -70,8 +70,9 @@ def assignments(matrix: Matrix) -> list[dict[str, str]]:
     return kept
 
 
-def resolve_arm(matrix: Matrix, levels: Mapping[str, str], label: str) -> Arm:
-    """Apply the levels, in axis order, on top of the target."""
+def resolve_arm(matrix: Matrix, levels: Mapping[str, str], label: str, base_sha: str | None = None) -> Arm:
+    """Apply the levels, in axis order, on top of the target. base_sha (the resolved source ref)
+    is part of the id: the same matrix on other code is another arm."""
     t = matrix.target
     model, tp, dp, ep = t.model, t.tp, t.dp, t.ep
     env = dict(t.env)
@@ -90,10 +91,10 @@ def resolve_arm(matrix: Matrix, levels: Mapping[str, str], label: str) -> Arm:
     draft = Arm("", label, dict(levels), model, tp, dp, ep, args, env, tuple(patches))
     key = {**draft.launch_key(), "engine": t.engine, "command": list(t.command),
            "source": None if t.source is None else {"repo": t.source.repo, "ref": t.source.ref},
-           "pythonpath": list(t.pythonpath), "python": t.python}
+           "pythonpath": list(t.pythonpath), "python": t.python, "base_sha": base_sha}
     return Arm(_hash(key), label, dict(levels), model, tp, dp, ep, args, env, tuple(patches))
 
 
-def expand(matrix: Matrix) -> list[Arm]:
+def expand(matrix: Matrix, base_sha: str | None = None) -> list[Arm]:
     """All arms of the matrix, labelled A, B, C… in expansion order."""
-    return [resolve_arm(matrix, lv, label_for(i)) for i, lv in enumerate(assignments(matrix))]
+    return [resolve_arm(matrix, lv, label_for(i), base_sha) for i, lv in enumerate(assignments(matrix))]

@@ -76,7 +76,8 @@ def summarize_arm(arm_id: str, label: str, levels: Mapping[str, str],
 
 
 def summarize(results: Sequence[TrialResult], legend: Sequence[Mapping[str, object]] = ()) -> list[ArmSummary]:
-    """One summary per arm: arms of the legend first (in its order), then any others found in results."""
+    """One summary per arm: arms of the legend first (in its order), then any others found in results
+    (earlier runs on other code or config), whose labels get a prime (A') to tell them apart."""
     by_arm: dict[str, list[TrialResult]] = {}
     for r in results:
         by_arm.setdefault(r.arm_id, []).append(r)
@@ -85,5 +86,5 @@ def summarize(results: Sequence[TrialResult], legend: Sequence[Mapping[str, obje
     known = {a for a, _, _ in order}
     for arm_id, rs in by_arm.items():
         if arm_id not in known:
-            order.append((arm_id, rs[0].label, rs[0].levels))
+            order.append((arm_id, f"{rs[0].label}'", rs[0].levels))
     return [summarize_arm(a, lbl, lv, sorted(by_arm.get(a, []), key=lambda r: r.trial)) for a, lbl, lv in order]

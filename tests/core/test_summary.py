@@ -26,5 +26,5 @@ def test_counts_intervals_and_not_counted():
 def test_arm_without_results_and_unknown_arm():
     legend = [{"arm_id": "a", "label": "A", "levels": {}}]
     s = summarize([r("b", 1, Outcome.READY)], legend)
-    assert [x.arm_id for x in s] == ["a", "b"]
+    assert [x.arm_id for x in s] == ["a", "b"] and s[1].label == "B'"
     assert s[0].n == 0 and s[0].ready_text == "0/0" and s[0].interval == (0.0, 1.0)

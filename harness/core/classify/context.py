@@ -17,7 +17,7 @@ _KERNEL_LAUNCH = re.compile(r"^(?P<kernel>\w+)\[[^\]]*\]\(")
 # Frames that say nothing about the failure: dispatch wrappers around the real call.
 _GENERIC_FRAME = re.compile(
     r"torch/nn/modules/module\.py|torch/utils/_contextlib\.py|torch/_ops\.py|torch/_dynamo/"
-    r"|triton/runtime/|triton/backends/|contextlib\.py|functools\.py|threading\.py"
+    r"|triton/runtime/|triton/backends/|triton/compiler/|contextlib\.py|functools\.py|threading\.py"
 )
 _TRACEBACK = "most recent call last"
 _CURRENT_THREAD = "Current thread"

@@ -26,7 +26,7 @@ _END = (  # (engine, pattern); a group named "phase" keys one of several capture
     ("sglang", re.compile(r"Capture cuda graph end\. Time elapsed: (?P<s>\d+(?:\.\d+)?) ?s")),
     ("sglang", re.compile(
         r"Capture (?P<phase>\w+(?: \w+)?) CUDA graph end\. elapsed=(?P<s>\d+(?:\.\d+)?) ?s")),
-    ("atom", re.compile(r"cudagraph capture\S* cost: (?P<s>\d+(?:\.\d+)?) ?s")),
+    ("atom", re.compile(r"cudagraph capture(?:\[[^\]]*\])? cost: (?P<s>\d+(?:\.\d+)?) ?s")),
 )
 
 

@@ -34,16 +34,18 @@ _PREFIX = re.compile(
             # Ray / vLLM process tags: "(Worker_PP0_TP1_EP1 pid=1)", "(VllmWorker rank=5 pid=1)"
             r"(?P<proc>\((?P<pname>[A-Za-z][\w-]*)?(?: ?rank=(?P<prank>\d+))? ?pid=\d+(?:, ip=[\d.]+)?\))\s*",
             # torchrun: "[rank0]:"
-            r"\[rank(?P<trank>\d+)\]:\s*",
+            r"\[(?P<trank>rank ?\d+)\]:\s*",
             # sglang: "[2025-06-22 16:13:55 DP3 TP3]", "[15:57:49 TP0]", "[2025-06-22 16:14:00]"
             r"\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:[.,]\d+)?(?P<sranks>(?: [A-Z]{2,4}\d+)*)\]\s*",
+            # a logger-name header, e.g. ATOM's "[atom 12:34:56] "
+            r"\[[A-Za-z][\w.-]* \d\d:\d\d:\d\d(?:[.,]\d+)?\]\s*",
             # vLLM logger header: "ERROR 07-15 21:01:01 [multiproc_executor.py:1007] "
             r"(?P<vlvl>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
             r"(?:\[[^\]]*\]|[\w./-]+:\d+\])\s?",
             # uvicorn: "INFO:     "
             r"(?P<ulvl>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+",
             # glog / c10: "[E ProcessGroupNCCL.cpp:475] ", "[W1015 10:00:00.1 12 CUDAGraph.cpp:145] "
-            r"\[(?P<glvl>[EWIF])(?:\d{4} [\d:.]+(?: \d+)?)? ?[\w./-]+\.(?:cpp|cc|cu|h|hpp|py):\d+\]\s*",
+            r"\[(?P<glvl>[EWIF])(?:\d{3,4} [\d:.]+(?: \d+)?)? ?[\w./-]+\.(?:cpp|cc|cu|h|hpp|py):\d+\]\s*",
         )
     )
 )
@@ -130,7 +132,7 @@ def strip_prefixes(text: str, extra: Sequence[re.Pattern[str]] = ()) -> Stripped
                         rank = nm.group(1) if nm else None
             elif g["trank"] is not None:
                 prefixed = True
-                rank = rank or f"rank{g['trank']}"
+                rank = rank or g["trank"]
             elif g["sranks"] is not None:
                 prefixed = True
                 rank = rank or (g["sranks"].strip() or None)

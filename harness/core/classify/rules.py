@@ -73,7 +73,7 @@ RULES: tuple[Rule, ...] = (
           r"|\b(?:CUBLAS|CUDNN|HIPBLAS|HIPBLASLT|ROCBLAS)_STATUS_(?!SUCCESS)\w+"
           r"|no kernel image is available|NoBinaryForGpu|NVCC compilation failed|nvcc fatal"
           r"|undefined symbol|cannot open shared object file|CUDA_ERROR_INVALID_IMAGE"
-          r"|Could not load library"),
+          r"|Could not load library|OutOfResources|out of resource:"),
     _rule("assertion", Outcome.ASSERTION, SPECIFIC,
           r"AssertionError|Assertion error|NotImplementedError|validation errors? for"
           r"|(?:Error|Exception)\b.*(?i:not supported|unsupported|not implemented|incompatible)",
