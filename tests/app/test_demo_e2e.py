@@ -1,0 +1,60 @@
+"""The demo matrix end to end: real worktrees of this repository, real races, real MLflow (sqlite)."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from harness.adapters.source.git import remove_worktrees
+from tests.app.conftest import REPO, run_cli
+
+
+def _is_clone() -> bool:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=REPO, capture_output=True, text=True,
+                             timeout=10)
+    except OSError:
+        return False
+    return out.returncode == 0 and out.stdout.strip() == str(REPO)
+
+
+@pytest.mark.skipif(not _is_clone(), reason="the demo's source is this repository, which must be a git clone")
+def test_demo_matrix_end_to_end_with_mlflow(project):
+    try:
+        proc = run_cli("run", "matrix=demo", "progress=false", cwd=project, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        rs = [json.loads(p.read_text()) for p in (project / "runs" / "demo").glob("*/*/result.json")]
+        assert len(rs) == 12
+        on = [r for r in rs if r["levels"]["fix"] == "on"]
+        off = [r for r in rs if r["levels"]["fix"] == "off"]
+        assert len(on) == len(off) == 6
+        assert all(r["outcome"] == "READY" for r in on), [r["first_error_line"] for r in on]
+        assert all(r["outcome"] in ("READY", "IMA") for r in off), [r["detail"] for r in off]
+        for r in off:
+            if r["outcome"] == "IMA":
+                assert "illegal memory access" in r["first_error_line"] and r["ladder"]["failing_bs"] is not None
+        assert on[0]["source"]["patches"][0]["name"] == "fix-record-stream.diff"
+        assert off[0]["source"]["patches"] == []
+        assert "| A | off |" in proc.stdout and "| B | on | 6/6 |" in proc.stdout
+
+        import mlflow
+        client = mlflow.MlflowClient(f"sqlite:///{project / 'runs' / 'mlflow.db'}")
+        exp = client.get_experiment_by_name("demo")
+        runs = client.search_runs([exp.experiment_id], max_results=100)
+        arms = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+        trials = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+        assert len(arms) == 2 and len(trials) == 12
+        ready = [t for t in trials if t.data.tags.get("outcome") == "READY"]
+        assert len(ready) == sum(r["outcome"] == "READY" for r in rs)
+        assert {t.data.params["level.fix"] for t in trials} == {"on", "off"}
+        one = trials[0]
+        names = {a.path for a in client.list_artifacts(one.info.run_id)}
+        assert {"server.log", "result.json"} <= names
+
+        # Re-running resumes: nothing new is launched or logged twice.
+        again = run_cli("run", "matrix=demo", "progress=false", cwd=project, timeout=120)
+        assert again.returncode == 0 and "0 trials run, 12 already in the store" in again.stdout
+        assert len(client.search_runs([exp.experiment_id], max_results=100)) == 14
+    finally:
+        remove_worktrees(REPO, project / "runs" / ".worktrees")
