@@ -21,6 +21,7 @@ from harness.app.validate import check_sources
 from harness.core.arms import Arm, expand
 from harness.core.matrix import Matrix
 from harness.core.plan import order_trials, pending
+from harness.core.record import TrialResult
 from harness.core.redact import redact_env
 from harness.core.summary import summarize
 
@@ -60,9 +61,9 @@ def describe(matrix: Matrix, arms: list[Arm], console: Console) -> None:
     console.print(f"\n{len(arms) * matrix.repeats} trials; nothing launched (dry run).")
 
 
-def _view(progress: Progress, current: str, matrix: Matrix, arms: list[Arm], store: Store) -> Group:
+def _view(progress: Progress, current: str, matrix: Matrix, arms: list[Arm], results: list[TrialResult]) -> Group:
     legend = [{"arm_id": a.arm_id, "label": a.label, "levels": dict(a.levels)} for a in arms]
-    table = terminal_table(summarize(store.results(), legend)[: len(arms)], title=f"{matrix.name}: READY k/n")
+    table = terminal_table(summarize(results, legend)[: len(arms)], title=f"{matrix.name}: READY k/n")
     return Group(progress, current, table)
 
 
@@ -83,27 +84,34 @@ def run_matrix(matrix: Matrix, settings: Settings, console: Console) -> RunRepor
                         console=console)
     task = progress.add_task("trials", total=len(trials), completed=len(trials) - len(todo))
     live_on = console.is_terminal if settings.progress is None else settings.progress
+    ids = set(by_id)
+    seen = [r for r in store.results() if r.arm_id in ids]
     t0 = time.monotonic()
-    with Live(_view(progress, "", matrix, arms, store), console=console, refresh_per_second=4,
-              transient=False) if live_on else _NoLive() as live:
-        for key in todo:
-            arm = by_id[key.arm_id]
-            current = f"now: {arm.label} ({arm.title}) trial {key.k}/{matrix.repeats}"
-            live.update(_view(progress, current, matrix, arms, store))
-            if not live_on:
-                console.print(current, markup=False)
-            result = run_trial(TrialSpec(matrix, arm, key.k, settings.runs_dir, source_top, base_sha), store)
-            if not live_on:
-                console.print(f"  {arm.label}#{key.k}: {result.outcome.value}"
-                              + (f" — {result.first_error_line}" if result.first_error_line else ""), markup=False)
-            if writer is not None:
-                writer.submit(result, store.trial_dir(arm.arm_id, key.k))
-            progress.advance(task)
-            live.update(_view(progress, "", matrix, arms, store))
-    errors: tuple[str, ...] = ()
-    if writer is not None:
-        writer.close()
-        errors = tuple(writer.errors)
+    try:
+        with Live(_view(progress, "", matrix, arms, seen), console=console, refresh_per_second=4,
+                  transient=False) if live_on else _NoLive() as live:
+            for key in todo:
+                arm = by_id[key.arm_id]
+                current = f"now: {arm.label} ({arm.title}) trial {key.k}/{matrix.repeats}"
+                live.update(_view(progress, current, matrix, arms, seen))
+                if not live_on:
+                    console.print(current, markup=False)
+                result = run_trial(TrialSpec(matrix, arm, key.k, settings.runs_dir, source_top, base_sha), store)
+                if not live_on:
+                    console.print(f"  {arm.label}#{key.k}: {result.outcome.value}"
+                                  + (f" — {result.first_error_line}" if result.first_error_line else ""),
+                                  markup=False)
+                seen = [r for r in seen if (r.arm_id, r.trial) != (result.arm_id, result.trial)] + [result]
+                if writer is not None:
+                    writer.submit(result, store.trial_dir(arm.arm_id, key.k))
+                progress.advance(task)
+                live.update(_view(progress, "", matrix, arms, seen))
+    finally:
+        # Also on Ctrl-C: what finished is logged before the harness exits.
+        errors: tuple[str, ...] = ()
+        if writer is not None:
+            writer.close()
+            errors = tuple(writer.errors)
     console.print(f"{len(todo)} trials run, {len(trials) - len(todo)} already in the store, "
                   f"{time.monotonic() - t0:.1f} s", markup=False)
     return RunReport(total=len(trials), skipped=len(trials) - len(todo), ran=len(todo), store=store.root,

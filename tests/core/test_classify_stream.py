@@ -95,10 +95,10 @@ def _key(text: str) -> tuple:
 @given(name=st.sampled_from(NAMES), data=st.data())
 def test_wrappers_and_colours_do_not_change_the_outcome(name: str, data: st.DataObject) -> None:
     lines = lines_of(LOGS[name])
-    # One wrapper per log, as a container or CI runner adds it to every line.
-    wrapper = data.draw(NOISE_PREFIXES)
-    colour = data.draw(st.sampled_from(["", "\x1b[31m", " [32m"]))
-    noisy = [wrapper + colour + line for line in lines]
+    wrappers = data.draw(st.lists(NOISE_PREFIXES, min_size=len(lines), max_size=len(lines)))
+    colours = data.draw(st.lists(st.sampled_from(["", "\x1b[31m", " [32m", "**"]),
+                                 min_size=len(lines), max_size=len(lines)))
+    noisy = [w + c + line for w, c, line in zip(wrappers, colours, lines, strict=True)]
     assert _key("\n".join(noisy)) == _key(LOGS[name])
 
 
@@ -146,7 +146,9 @@ MESSAGES = st.sampled_from([
     "NVCC compilation failed: nvcc fatal   : Unsupported gpu architecture 'sm_100f'",
     "AssertionError: bad shape",
     "KeyError: 'x'",
-    "EngineCore failed to start.",
+    "scheduler_0 (pid=33237) crashed with exit code -11",
+    "Fatal Python error: Aborted",
+    "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
     "Capturing batches (bs=64 avail_mem=9.80 GB):   8%|#  | 1/13 [00:02<00:31,  2.61s/it]",
     "Graph capturing finished in 5 secs, took 0.45 GiB",
     "The server is fired up and ready to roll!",
@@ -167,6 +169,8 @@ PREFIXES = st.sampled_from(["", "(Worker_TP1 pid=4) ", "[2025-01-01 00:00:00 TP2
 @SETTINGS
 @given(st.lists(st.tuples(PREFIXES, st.one_of(MESSAGES, INFO_LINES)), max_size=30))
 def test_prefilter_never_hides_a_line_the_rules_would_read(pairs: list[tuple[str, str]]) -> None:
+    # Bare consequence lines ("EngineCore failed to start.") are skipped by design: they are
+    # never the cause and always follow an error line the prefilter does let through.
     lines = [p + m for p, m in pairs]
     streamed, exhaustive = LogClassifier(), ExhaustiveClassifier()
     assert feed_all(streamed, lines) == feed_all(exhaustive, lines)
@@ -201,12 +205,12 @@ def test_memory_stays_bounded_over_a_long_log() -> None:
         "[2025-01-01 00:00:00 TP0] Capture target p{r} CUDA graph end. elapsed=1.00 s",
         "INFO 01-01 00:00:00 [x.py:1] ordinary line {r}",
     ]
-    for r in range(2000):  # warm up: fill every bounded table
-        feed_all(classifier, [line.format(r=r) for line in block])
     tracemalloc.start()
-    start, _ = tracemalloc.get_traced_memory()
-    for r in range(2000, 12000):
+    for r in range(3000):  # warm up: fill every bounded table
+        feed_all(classifier, [line.format(r=r) for line in block])
+    middle, _ = tracemalloc.get_traced_memory()
+    for r in range(3000, 13000):
         feed_all(classifier, [line.format(r=r) for line in block])
     end, _ = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    assert end - start < 64 * 1024
+    assert end - middle < 16 * 1024

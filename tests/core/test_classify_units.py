@@ -107,6 +107,8 @@ def test_rule_names_the_outcome(message: str, outcome: Outcome) -> None:
     "Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/ for more information.",
     "Possible solutions:",
     "If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+    "Ignore import error when loading sglang.srt.models.x: libcudart.so.13: cannot open shared object file",
+    "/x/torch/cuda/__init__.py:61: UserWarning: CUDA initialization: CUDA error: no CUDA-capable device",
 ])
 def test_boilerplate_hints_never_name_a_class(hint: str) -> None:
     assert BOILERPLATE.match(hint)

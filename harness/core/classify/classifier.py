@@ -55,7 +55,8 @@ class LogClassifier:
     """Classifies a server log fed one physical line at a time."""
 
     def __init__(self, dialect: Dialect | None = None, ready_marker: str | None = None) -> None:
-        """``ready_marker`` is an extra regex that marks READY (from the matrix target)."""
+        """``ready_marker`` is an extra regex that marks READY (from the matrix target); like a
+        dialect's patterns it is searched in each raw line."""
         dialect = dialect or Dialect()
         ready_extra = [*dialect.ready_patterns, *([ready_marker] if ready_marker else [])]
         self._ready_extra = re.compile("|".join(f"(?:{p})" for p in ready_extra)) if ready_extra else None
@@ -81,10 +82,13 @@ class LogClassifier:
         fail fast; Outcome.READY the first time the ready marker is seen; None otherwise.
         """
         self._seg += 1
-        # Longer needles scan faster; every rule's line contains one of these (tested).
+        # Longer needles scan faster. Every line a rule is meant for contains one of these
+        # (tested), except bare consequence lines ("EngineCore failed to start."), which can
+        # never be the cause and always come with an error line that does.
         if (
             "rror" in line or "xception" in line or "fault" in line or "ssert" in line
             or "aptur" in line or "llegal" in line or "atchdog" in line or "SIGSEGV" in line
+            or "code -11" in line
             or "most recent call" in line or 'File "' in line or "ompilation failed" in line
             or "broadcast block" in line or self._seg == self._expect_code
             or (self._ready_line is None and (
@@ -105,7 +109,7 @@ class LogClassifier:
             best = _better(best, self._soft)
             site = best.site
             if best.outcome is Outcome.SEGFAULT and site is None:
-                site = self._ctx.faulthandler_site
+                site = self._ctx.faulthandler_site(best.seg)
             return Classification(
                 outcome=best.outcome, first_error_line=best.line, failing_rank=best.rank,
                 failing_bs=lad.failing_bs if best.during_capture else None,
@@ -179,7 +183,7 @@ class LogClassifier:
         rank = stripped.rank or message_rank(msg)
         if rank is None and not stripped.prefixed:
             rank = self._ctx.rank_for(self._seg)
-        site = message_kernel(msg) or self._ctx.site_for(stripped.rank)
+        site = message_kernel(msg) or self._ctx.site_for(stripped.rank, self._seg)
         return _Hit(rule.tier, self._seg, rule.outcome, raw, msg, rank, site, self._ladder.open)
 
 

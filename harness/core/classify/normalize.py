@@ -108,38 +108,42 @@ def strip_prefixes(text: str, extra: Sequence[re.Pattern[str]] = ()) -> Stripped
     for _ in range(12):  # a real line has at most a handful of nested prefixes
         while pos < end and text[pos] in " \t":
             pos += 1
-        m = None
-        for pattern in extra:
-            m = pattern.match(text, pos)
-            if m and m.end() > pos:
-                prefixed = True
-                if rank is None and "rank" in pattern.groupindex and m.group("rank"):
-                    rank = m.group("rank")
-                break
-            m = None
-        if m is None:
-            m = _PREFIX.match(text, pos)
-            if m is None or m.end() == pos:
-                break
-            g = m.groupdict()
-            if g["proc"] is not None:
-                prefixed = True
-                if rank is None:
-                    if g["prank"]:
-                        rank = f"rank={g['prank']}"
-                    elif g["pname"]:
-                        nm = _NAME_RANK.search(g["pname"])
-                        rank = nm.group(1) if nm else None
-            elif g["trank"] is not None:
-                prefixed = True
-                rank = rank or g["trank"]
-            elif g["sranks"] is not None:
-                prefixed = True
-                rank = rank or (g["sranks"].strip() or None)
-            lvl = g["vlvl"] or g["ulvl"] or (g["glvl"] and _GLOG_LEVEL[g["glvl"]])
-            level = level or lvl or None
-        pos = m.end()
+        found = _match_prefix(text, pos, extra)
+        if found is None:
+            break
+        new_pos, is_tag, tag_rank, tag_level = found
+        prefixed = prefixed or is_tag
+        rank = rank or tag_rank
+        level = level or tag_level
+        pos = new_pos
     return Stripped(text[pos:].strip(), rank, level, prefixed)
+
+
+def _match_prefix(
+    text: str, pos: int, extra: Sequence[re.Pattern[str]]
+) -> tuple[int, bool, str | None, str | None] | None:
+    """The prefix at ``pos``: (its end, whether it is a process/rank tag, rank, level)."""
+    for pattern in extra:
+        m = pattern.match(text, pos)
+        if m and m.end() > pos:
+            rank = m.group("rank") if "rank" in pattern.groupindex else None
+            return m.end(), True, rank or None, None
+    m = _PREFIX.match(text, pos)
+    if m is None or m.end() == pos:
+        return None
+    g = m.groupdict()
+    if g["proc"] is not None:
+        rank = f"rank={g['prank']}" if g["prank"] else None
+        if rank is None and g["pname"]:
+            named = _NAME_RANK.search(g["pname"])
+            rank = named.group(1) if named else None
+        return m.end(), True, rank, None
+    if g["trank"] is not None:
+        return m.end(), True, g["trank"], None
+    if g["sranks"] is not None:
+        return m.end(), True, g["sranks"].strip() or None, None
+    level = g["vlvl"] or g["ulvl"] or (_GLOG_LEVEL[g["glvl"]] if g["glvl"] else None)
+    return m.end(), False, None, level
 
 
 def message_rank(message: str) -> str | None:

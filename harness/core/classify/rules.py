@@ -60,7 +60,7 @@ RULES: tuple[Rule, ...] = (
           r"|block: \[\d+, ?\d+, ?\d+\], thread: \[\d+, ?\d+, ?\d+\] Assertion|ErrorAssert\b"),
     _rule("hang", Outcome.HANG, ROOT, r"(?i)watchdog timeout|\bGPU hang\b"),
     _rule("segfault", Outcome.SEGFAULT, ROOT,
-          r"Segmentation fault|SIGSEGV|(?i:segfault)|SIGBUS|\bBus error|exit ?code:? -11\b|[Ss]ignal 11\b"),
+          r"Segmentation fault|SIGSEGV|(?i:segfault)|SIGBUS|\bBus error|exit ?code\s*:?\s*-11\b|[Ss]ignal 11\b"),
     _rule("nccl", Outcome.NCCL, SPECIFIC,
           r"(?i)nccl ?error|nccl(?:Unhandled(?:Cuda)?Error|SystemError|InternalError|InvalidArgument"
           r"|InvalidUsage|RemoteError)|Watchdog caught collective operation timeout"
@@ -95,12 +95,14 @@ RULES: tuple[Rule, ...] = (
     Rule("python-exception", Outcome.OTHER, GENERIC, EXCEPTION_LINE, python_level=True),
 )
 
-# Hints printed around real errors that name other classes; matched at the message start.
+# Hints printed around real errors that name other classes, and notices of errors the server
+# handled (optional imports, Python warnings); matched at the message start.
 BOILERPLATE = re.compile(
     r"(?:CUDA|HIP) kernel errors might be asynchronously reported|For debugging consider passing"
     r"|Compile with `TORCH_USE_|Search for `(?:cuda|hip)|Possible solutions|If reserved but unallocated"
     r"|If you are running out of memory|You can suppress this exception|Exception raised from"
     r"|frame #\d+:|Device-side assertion tracking was not enabled|Open an issue on GitHub"
+    r"|Ignore import error|Failed to import|Failed to load legacy|(?:\S+:\d+: )?[A-Z]\w*Warning:"
 )
 
 READY = re.compile(
