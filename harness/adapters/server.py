@@ -72,6 +72,7 @@ class LaunchSpec:
     quiet_timeout_s: float = 300.0
     fatal_grace_s: float = 3.0
     stop_timeout_s: float = 10.0
+    secrets: tuple[str, ...] = ()      # values masked in server.log (and in what the sink sees)
 
     def __post_init__(self) -> None:
         if isinstance(self.argv, str) or not self.argv:
@@ -101,7 +102,9 @@ class ServerRun:
 class _LogPump:
     """Reads the merged output, writes it to the log line by line, feeds the sink, keeps times."""
 
-    def __init__(self, fd: int, log_path: Path, sink: LineSink, wake: threading.Event):
+    def __init__(self, fd: int, log_path: Path, sink: LineSink, wake: threading.Event,
+                 secrets: tuple[str, ...] = ()):
+        self._secrets = tuple(s for s in secrets if s)
         self.last_output = time.monotonic()
         self.fatal: tuple[Outcome, float] | None = None
         self.ready_at: float | None = None
@@ -167,6 +170,9 @@ class _LogPump:
                 self._write(part.decode("utf-8", errors="replace"))
 
     def _write(self, line: str) -> None:
+        for secret in self._secrets:
+            if secret in line:
+                line = line.replace(secret, "***")
         self._log.write(line + "\n")
         self._log.flush()
         with self._lock:
@@ -217,7 +223,8 @@ class Server:
         self.launched_at = time.monotonic()
         self._tree = ProcessTree(self.spec.argv, self.spec.env, self.spec.cwd)
         self._tree.notify_exit(self._wake)
-        self._pump = _LogPump(self._tree.stdout_fd, self.spec.log_path, self._sink, self._wake)
+        self._pump = _LogPump(self._tree.stdout_fd, self.spec.log_path, self._sink, self._wake,
+                              self.spec.secrets)
 
     @property
     def pid(self) -> int:

@@ -2,6 +2,7 @@
 slows a trial down and a broken tracking server never loses one (`harness sync` re-feeds)."""
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from pathlib import Path
@@ -32,6 +33,11 @@ class TrackingWriter:
             self.errors.append(f"tracking did not finish within {timeout_s:.0f} s")
 
     def _loop(self) -> None:
+        # MLflow's defaults retry an unreachable server for minutes; the store already holds the
+        # trial, so fail soon and let `harness sync` re-feed. A user's own settings win.
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
         from harness.adapters.tracking import Tracker, TrackingConfig, TrackingError
 
         tracker = None

@@ -23,7 +23,7 @@ from harness.core.classify import Classification, LogClassifier
 from harness.core.matrix import Matrix
 from harness.core.outcome import Outcome
 from harness.core.record import Ladder, SourceRecord, StopRecord, TrialResult
-from harness.core.redact import redact_env
+from harness.core.redact import argv_secrets, is_secret, redact_argv, redact_env
 from harness.errors import InfraError, PatchFailed, SourceError
 
 
@@ -122,7 +122,7 @@ def run_trial(spec: TrialSpec, store: Store) -> TrialResult:
     base = TrialResult(
         matrix=spec.matrix.name, arm_id=arm.arm_id, label=arm.label, levels=dict(arm.levels), trial=spec.k,
         outcome=Outcome.HARNESS_ERROR, engine=t.engine, model=arm.model, tp=arm.tp, dp=arm.dp, ep=arm.ep,
-        config=arm.launch_key(), started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         host=host_info(),
         source=SourceRecord(repo=str(spec.source_top) if spec.source_top else None,
                             ref=t.source.ref if t.source else None, base_sha=spec.base_sha))
@@ -155,7 +155,8 @@ def _launch(spec: TrialSpec, store: Store, trial_dir: Path, engine, base: TrialR
     python = t.python or sys.executable
     argv = engine.argv(LaunchContext(python=python, host=t.host, port=port, model=arm.model, tp=arm.tp,
                                      dp=arm.dp, ep=arm.ep, args=arm.args, command=t.command, worktree=worktree))
-    base = replace(base, argv=tuple(argv), env=redact_env(set_env))
+    config = {**arm.launch_key(), "args": redact_argv(arm.args, env), "env": redact_env(arm.env)}
+    base = replace(base, argv=tuple(redact_argv(argv, env)), env=redact_env(set_env), config=config)
     ready = engine.ready(t.ready)
     classifier = LogClassifier(engine.dialect(), ready_marker=ready.log_marker)
     launch = LaunchSpec(
@@ -163,7 +164,8 @@ def _launch(spec: TrialSpec, store: Store, trial_dir: Path, engine, base: TrialR
         probe=ReadyProbe(http_path=ready.http_path, log_marker=ready.log_marker is not None or ready.http_path is None,
                          require_both=ready.require_both, interval_s=ready.interval_s),
         startup_timeout_s=t.startup_timeout_s, quiet_timeout_s=t.quiet_timeout_s,
-        fatal_grace_s=t.fatal_grace_s, stop_timeout_s=t.stop_timeout_s)
+        fatal_grace_s=t.fatal_grace_s, stop_timeout_s=t.stop_timeout_s,
+        secrets=tuple(v for v in [*(v for k, v in env.items() if is_secret(k)), *argv_secrets(argv)] if len(v) >= 4))
     with Server(launch, classifier) as server:
         run = server.wait_ready()
         stop = server.stop()

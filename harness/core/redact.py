@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from typing import Mapping, Sequence
 
 REDACTED = "***"
 _SECRET = re.compile(r"(^HF_TOKEN$|_KEY$|_SECRET$|_TOKEN$|PASSWORD|^TOKEN$|^API_KEY$)", re.IGNORECASE)
@@ -24,3 +24,34 @@ def redact_text(text: str, env: Mapping[str, str]) -> str:
         if is_secret(k) and v and len(v) >= 4:
             text = text.replace(v, REDACTED)
     return text
+
+
+def _secret_flag(token: str) -> bool:
+    if not token.startswith("-"):
+        return False
+    name = token.split("=", 1)[0].lstrip("-").replace("-", "_").upper()
+    return is_secret(name)
+
+
+def argv_secrets(argv: Sequence[str]) -> list[str]:
+    """Values given to secret-looking flags (--api-key X, --hf-token=X)."""
+    found = []
+    for i, tok in enumerate(argv):
+        if _secret_flag(tok):
+            if "=" in tok:
+                found.append(tok.split("=", 1)[1])
+            elif i + 1 < len(argv):
+                found.append(argv[i + 1])
+    return [v for v in found if v]
+
+
+def redact_argv(argv: Sequence[str], env: Mapping[str, str] | None = None) -> list[str]:
+    """argv with the values of secret flags and of env's secrets replaced by REDACTED."""
+    out = list(argv)
+    for i, tok in enumerate(argv):
+        if _secret_flag(tok):
+            if "=" in tok:
+                out[i] = tok.split("=", 1)[0] + "=" + REDACTED
+            elif i + 1 < len(argv):
+                out[i + 1] = REDACTED
+    return [redact_text(t, env) for t in out] if env else out

@@ -180,6 +180,15 @@ def test_failing_bs_only_when_the_failure_came_during_capture() -> None:
     assert after.failing_bs is None and after.shapes_captured == 2
 
 
+def test_error_naming_its_capture_bs_gives_the_failing_bs_before_any_bar() -> None:
+    log = "\n".join([
+        "ERROR 11-29 10:40:28 [demo_server.py:217] Worker compute stream failed while capturing bs=32",
+        "ERROR 11-29 10:40:28 [demo_server.py:217] RuntimeError: demo device error: an illegal memory access",
+    ])
+    c = classify_text(log)
+    assert (c.outcome, c.failing_bs, c.shapes_captured) == (Outcome.IMA, 32, None)
+
+
 def test_log_ending_inside_a_capture_is_a_stall() -> None:
     c = classify_text("Capturing batches (bs=512 avail_mem=3.10 GB):   0%|   | 0/52 [00:04<?, ?it/s]\n")
     assert c.outcome is Outcome.HANG and c.failing_bs == 512

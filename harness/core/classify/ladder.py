@@ -63,9 +63,9 @@ class LadderTracker:
                 return True
         if not message.startswith("Captur"):
             m = _FAILING_BS.search(message)
-            if m and self.open:
-                self.named_bs = int(m.group(1))
-            return False
+            if m:  # "failed while capturing bs=32": a capture is running, whatever the bars said
+                self.open, self.named_bs = True, int(m.group(1))
+            return m is not None
         self.open = True
         self.last_line, self.last_message, self.last_rank = raw_line, message, rank
         fractions = _FRACTION.findall(message)
