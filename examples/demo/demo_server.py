@@ -38,7 +38,7 @@ NUM_EXPERTS = 64
 TOPK = 4
 HIDDEN = 8                     # activation values carried per token (int8-like, 0..255)
 BLOCK_SLOTS = 1024             # one pool block holds up to 1024 ints, like a 4 KiB allocator block
-WARMUP_STEPS_PER_SHAPE = 16    # DBO steps (two microbatches each) run to warm up one shape
+WARMUP_STEPS_PER_SHAPE = 13    # DBO steps (two microbatches each) run to warm up one shape
 KERNEL_LAUNCH_S = 1e-6         # host-side launch latency after each dispatch (a short sleep)
 CAPTURE_S = 0.08               # time "capturing" one shape takes once warmed up
 
