@@ -1,17 +1,18 @@
 """Throughput and memory of the streaming log classifier on a large synthetic log.
 
-    python benchmarks/bench_classifier.py [--size-mb 1024] [--run-mb 64]
+    python benchmarks/bench_classifier.py [--size-mb 1024] [--run-lines 500000]
 
 Writes a log of the given size to a temporary file (mostly ordinary INFO/DEBUG lines of vLLM,
 sglang and NCCL, with the real excerpts of shared/fixtures/real-logs and the cases of
 tests/data/logs spliced in), then reads it back line by line through LogClassifier, starting
-a fresh classifier every --run-mb as a harness would for each launch. Prints MB/s and the
+a fresh classifier every --run-lines as a harness would for each launch. Prints MB/s and the
 peak RSS of the process (resource.getrusage ru_maxrss).
 """
 from __future__ import annotations
 
 import argparse
 import collections
+import itertools
 import os
 import random
 import resource
@@ -91,26 +92,27 @@ def write_log(path: Path, size_mb: int, seed: int) -> int:
     return written
 
 
-def classify_file(path: Path, run_bytes: int) -> collections.Counter:
-    """Feed the file line by line, a fresh classifier every ``run_bytes``; count outcomes."""
+def classify_file(path: Path, run_lines: int) -> collections.Counter:
+    """Feed the file line by line, a fresh classifier every ``run_lines``; count outcomes."""
     outcomes: collections.Counter = collections.Counter()
-    classifier, fed = LogClassifier(), 0
     with open(path, encoding="utf-8", errors="replace", newline="\n") as log:
-        for line in log:
-            classifier.feed(line)
-            fed += len(line)
-            if fed >= run_bytes:
-                outcomes[classifier.result().outcome] += 1
-                classifier, fed = LogClassifier(), 0
-    outcomes[classifier.result().outcome] += 1
-    return outcomes
+        while True:
+            classifier = LogClassifier()
+            feed = classifier.feed
+            n = 0
+            for n, line in enumerate(itertools.islice(log, run_lines), start=1):
+                feed(line)
+            if n == 0:
+                return outcomes
+            outcomes[classifier.result().outcome] += 1
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=int, default=1024)
-    parser.add_argument("--run-mb", type=int, default=64, help="log size per classifier (one launch)")
+    parser.add_argument("--run-lines", type=int, default=500_000,
+                        help="lines per classifier, i.e. per launch (about 64 MB)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-classifier-") as tmp:
@@ -118,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         size = write_log(path, args.size_mb, args.seed)
         t1 = time.perf_counter()
-        outcomes = classify_file(path, args.run_mb * MB)
+        outcomes = classify_file(path, args.run_lines)
         t2 = time.perf_counter()
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"log: {size / MB:.0f} MB written in {t1 - t0:.1f} s")

@@ -79,6 +79,7 @@ def test_rank_named_inside_the_message() -> None:
      Outcome.DEVICE_ASSERT),
     ("RuntimeError: CUDA error: device-side assert triggered", Outcome.DEVICE_ASSERT),
     ("Watchdog timeout (self.watchdog_timeout=300)", Outcome.HANG),
+    ("Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)", Outcome.HANG),
     ("HW Exception by GPU node-1 (Agent handle: 0x3508fba0) reason :GPU Hang", Outcome.HANG),
     ("Fatal Python error: Segmentation fault", Outcome.SEGFAULT),
     ("*** SIGSEGV received at time=1720159248 on cpu 5 ***", Outcome.SEGFAULT),
@@ -126,6 +127,11 @@ def test_precedence_root_cause_beats_earlier_wrapper_and_consequence() -> None:
     c = classify_text(log)
     assert c.outcome is Outcome.IMA
     assert c.first_error_line == "RuntimeError: CUDA error: an illegal memory access was encountered"
+
+
+def test_soft_watchdog_is_not_a_hang() -> None:
+    assert classify_text("[2026-01-01 00:00:00 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300, "
+                         "self.soft=True)").outcome is None
 
 
 def test_quiet_levels_never_name_a_failure() -> None:

@@ -60,8 +60,7 @@ class LogClassifier:
         dialect = dialect or Dialect()
         ready_extra = [*dialect.ready_patterns, *([ready_marker] if ready_marker else [])]
         self._ready_extra = re.compile("|".join(f"(?:{p})" for p in ready_extra)) if ready_extra else None
-        self._rules = R.dialect_rules(dialect.fatal_patterns) + R.RULES
-        self._dialect_rule_count = len(dialect.fatal_patterns)
+        self._dialect_rules = R.dialect_rules(dialect.fatal_patterns)
         triggers = [*ready_extra, *(p for p, _ in dialect.fatal_patterns)]
         self._trigger = re.compile("|".join(f"(?:{p})" for p in triggers)) if triggers else None
         self._prefixes = compile_prefixes(dialect.prefix_patterns)
@@ -171,13 +170,11 @@ class LogClassifier:
         return hit.outcome
 
     def _match(self, msg: str, level: str | None) -> R.Rule | None:
-        dialect_rules = self._rules[: self._dialect_rule_count]
-        rule = R.match(msg, dialect_rules) if dialect_rules else None
-        if rule is not None:
-            return rule
-        if level in R.QUIET_LEVELS:
-            return None
-        return R.match(msg, self._rules[self._dialect_rule_count:])
+        # A dialect's own patterns are explicit, so they count at any log level.
+        rule = R.match(msg, self._dialect_rules) if self._dialect_rules else None
+        if rule is None and level not in R.QUIET_LEVELS:
+            rule = R.match(msg)
+        return rule
 
     def _hit(self, rule: R.Rule, msg: str, raw: str, stripped: Stripped) -> _Hit:
         rank = stripped.rank or message_rank(msg)

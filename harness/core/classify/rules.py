@@ -58,7 +58,8 @@ RULES: tuple[Rule, ...] = (
     _rule("device-assert", Outcome.DEVICE_ASSERT, ROOT,
           r"device-side assert(?:ion)? triggered|\.(?:cu|cuh|hip)(?::\d+)?:.*Assertion .* failed"
           r"|block: \[\d+, ?\d+, ?\d+\], thread: \[\d+, ?\d+, ?\d+\] Assertion|ErrorAssert\b"),
-    _rule("hang", Outcome.HANG, ROOT, r"(?i)watchdog timeout|\bGPU hang\b"),
+    # sglang's soft watchdog (soft=True) only dumps stacks and lets the server run on.
+    _rule("hang", Outcome.HANG, ROOT, r"(?i)watchdog timeout(?!.*soft=True)|\bGPU hang\b"),
     _rule("segfault", Outcome.SEGFAULT, ROOT,
           r"Segmentation fault|SIGSEGV|(?i:segfault)|SIGBUS|\bBus error|exit ?code\s*:?\s*-11\b|[Ss]ignal 11\b"),
     _rule("nccl", Outcome.NCCL, SPECIFIC,
