@@ -1,0 +1,48 @@
+"""Hydra composition: matrix lookup order, overrides, YAML 1.2 booleans, no output folders."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from harness.app.config import available_matrices, load
+from harness.errors import ConfigError
+from tests.app.conftest import fixture_target, write_matrix
+
+
+def test_cwd_matrices_shadow_the_packaged_ones(project):
+    path = write_matrix(project, "demo", {"target": fixture_target("ready"), "repeats": 2})
+    matrix, _ = load(["matrix=demo"], cwd=project)
+    assert matrix.file == str(path) and matrix.repeats == 2
+    assert available_matrices(project)["demo"] == path
+
+
+def test_overrides_reach_any_key(project):
+    write_matrix(project, "m", {"target": fixture_target("ready", env={"A": "1"}),
+                                "axes": {"fix": {"off": {}, "on": {}}}})
+    matrix, settings = load(["matrix=m", "repeats=3", "target.env.FOO=1", "axes.fix.on.env.X=y", "target.tp=2",
+                             "axes.fix.on.tp=4", "target.port=8100", "schedule=blocked", "runs_dir=elsewhere",
+                             "tracking.enabled=false", "target.ready.log_marker=ready_now"], cwd=project)
+    assert matrix.repeats == 3 and matrix.schedule.value == "blocked"
+    assert matrix.target.env == {"A": "1", "FOO": "1"} and matrix.target.tp == 2 and matrix.target.port == 8100
+    on = matrix.axes[0].level("on")
+    assert on.env == {"X": "y"} and on.tp == 4
+    assert matrix.target.ready.log_marker == "ready_now" and matrix.target.ready.http_path == "/health"
+    assert str(settings.runs_dir) == "elsewhere" and settings.tracking_enabled is False
+    assert not (project / "outputs").exists() and not (project / ".hydra").exists()
+    assert os.listdir(project) == ["matrices"]
+
+
+def test_on_off_stay_level_names(project):
+    (project / "matrices" / "m.yaml").write_text(
+        "target: {engine: command, command: [srv]}\naxes:\n  fix: {off: {}, on: {env: {X: 1}}}\n"
+        "baseline: {fix: off}\n")
+    matrix, _ = load(["matrix=m"], cwd=project)
+    assert [lv.name for lv in matrix.axes[0].levels] == ["off", "on"] and matrix.baseline == {"fix": "off"}
+
+
+def test_command_engine_needs_a_command(project):
+    write_matrix(project, "m", {"target": {"engine": "command"}})
+    with pytest.raises(ConfigError) as exc:
+        load(["matrix=m"], cwd=project)
+    assert exc.value.key == "target.command"
