@@ -17,7 +17,7 @@ from harness.adapters.store import Store
 from harness.app.config import Settings
 from harness.app.trial import TrialSpec, run_trial
 from harness.app.tracking_writer import TrackingWriter
-from harness.app.validate import check_sources
+from harness.app.validate import check_programs, check_sources
 from harness.core.arms import Arm, expand
 from harness.core.matrix import Matrix
 from harness.core.plan import order_trials, pending
@@ -69,6 +69,7 @@ def _view(progress: Progress, current: str, matrix: Matrix, arms: list[Arm], res
 
 def run_matrix(matrix: Matrix, settings: Settings, console: Console) -> RunReport:
     """Run every pending trial of the matrix in schedule order; results land in the store first."""
+    check_programs(matrix)
     source_top, base_sha = check_sources(matrix)
     arms = expand(matrix, base_sha)
     if settings.dry_run:

@@ -1,11 +1,25 @@
 """Checks that need the file system or git, run before anything launches."""
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 from harness.adapters.source.git import PatchSpec, check_patches, resolve_repo
 from harness.core.matrix import Matrix
 from harness.errors import ConfigError
+
+
+def check_programs(matrix: Matrix) -> None:
+    """The interpreter and the command's program must exist before anything launches."""
+    t = matrix.target
+    if t.python is not None:
+        python = Path(t.python).expanduser()
+        if not (shutil.which(str(python)) or (python.is_file() and os.access(python, os.X_OK))):
+            raise ConfigError(f"no executable {t.python!r}", file=matrix.file, key="target.python")
+    if t.command and "{" not in t.command[0] and not shutil.which(t.command[0]):
+        raise ConfigError(f"no executable {t.command[0]!r} (on PATH or as a path)", file=matrix.file,
+                          key="target.command[0]")
 
 
 def check_sources(matrix: Matrix) -> tuple[Path | None, str | None]:

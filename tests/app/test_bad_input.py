@@ -98,3 +98,13 @@ def test_yaml_syntax_error(project):
 
 def test_no_matrix_given(project):
     check(project, [], "matrix=NAME")
+
+
+def test_python_that_does_not_exist(project):
+    write_matrix(project, "m", {"target": fixture_target("ready", python="/nonexistent/bin/python")})
+    check(project, ["matrix=m"], "target.python", "/nonexistent/bin/python")
+
+
+def test_command_program_that_does_not_exist(project):
+    write_matrix(project, "m", {"target": {**fixture_target("ready"), "command": ["no-such-server-xyz", "--p"]}})
+    check(project, ["matrix=m"], "target.command[0]", "no-such-server-xyz")
