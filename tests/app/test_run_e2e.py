@@ -105,7 +105,8 @@ def test_patch_arms_worktrees_and_a_patch_that_does_not_apply(project, source_re
     assert "| A | off | 0/2 |" in md and "| B | on | 2/2 |" in md and "| C | stale | 0/0 (+2 not counted) |" in md
 
 
-def test_kill_9_mid_matrix_then_resume(project):
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
+def test_interrupt_mid_matrix_then_resume(project, sig):
     target = fixture_target("slow-ready", startup_timeout_s=20)
     target["command"] += ["--delay-s", "0.8"]
     write_matrix(project, "resume", {"target": target, "axes": {"x": {"a": {}, "b": {"env": {"B": "1"}}}},
@@ -117,8 +118,9 @@ def test_kill_9_mid_matrix_then_resume(project):
     while len(results(project, "resume")) < 3 and time.monotonic() < deadline:
         time.sleep(0.1)
     time.sleep(0.5)  # let the next trial's server start
-    harness.send_signal(signal.SIGKILL)
-    harness.wait(10)
+    harness.send_signal(sig)
+    rc = harness.wait(30)
+    assert rc == (-9 if sig == signal.SIGKILL else 130)
     finished = {(r["arm_id"], r["trial"]): r["started_at"] for r in results(project, "resume")}
     assert 3 <= len(finished) < 8
     deadline = time.monotonic() + 10
