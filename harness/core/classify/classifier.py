@@ -143,7 +143,11 @@ class LogClassifier:
     def _segment(self, part: str, raw: str) -> Outcome | None:
         stripped = strip_prefixes(clean(part), self._prefixes)
         msg = stripped.message
-        if not msg or self._ctx.observe(msg, stripped.rank, stripped.prefixed, self._seg):
+        if not msg:
+            if self._seg == self._ctx.expect_code:  # a blank line pasted between frame and source
+                self._ctx.expect_code += 1
+            return None
+        if self._ctx.observe(msg, stripped.rank, stripped.prefixed, self._seg):
             return None
         self._ladder.observe(msg, raw, stripped.rank)
         if self._ready_line is None and (

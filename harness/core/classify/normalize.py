@@ -23,6 +23,11 @@ _ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&#39;", "'"), ("&a
 _PREFIX = re.compile(
     "|".join(
         (
+            # A Python-logging relay around the server's output (a pipeline, a worker manager):
+            # "2025-03-03 17:23:05,701 - __main__ - INFO - ", "2023-12-12 19:38:39 | ERROR | stderr | ".
+            # The level is the relay's, not the server's, so it is not kept.
+            r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+[-|]\s+"
+            r"(?:[\w.<>-]+\s+[-|]\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+[-|](?:\s+[\w.<>-]+\s+\|)?\s?",
             # Kubernetes / CRI and `docker logs --timestamps`: "2025-01-01T00:00:00.000Z stderr F "
             r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+(?:(?:stdout|stderr)\s+[FP]\s+)?",
             # Buildkite and other CI timestamps: "[2025-01-01T00:00:00Z] "

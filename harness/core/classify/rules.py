@@ -45,6 +45,9 @@ def _rule(name: str, outcome: Outcome, tier: int, regex: str, python_level: bool
 EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\b(?::|\(|$)")
 
 RULES: tuple[Rule, ...] = (
+    # The C++ runtime's "terminate called after throwing an instance of 'c10::DistBackendError'"
+    # names only the exception type; the "what():" line after it names the cause (and the rank).
+    _rule("terminate", Outcome.OTHER, CONSEQUENCE, r"^terminate called after throwing"),
     _rule("ima", Outcome.IMA, ROOT,
           r"(?i)illegal (?:memory )?access|illegal address|memory access fault|misaligned address"),
     _rule("capture-not-permitted", Outcome.CAPTURE_ERROR, ROOT,
@@ -69,6 +72,9 @@ RULES: tuple[Rule, ...] = (
     _rule("comm-timeout", Outcome.COMM_TIMEOUT, SPECIFIC,
           r"RPC call to \S+ timed out|[Tt]imed out waiting for|DistStoreError|Socket Timeout"
           r"|[Cc]onnect(?:ion)? timed out|did not respond within"),
+    # A bare TimeoutError (vLLM's shm_broadcast dequeue, torch.distributed stores, asyncio).
+    _rule("timeout-exception", Outcome.COMM_TIMEOUT, SPECIFIC,
+          r"^(?:[A-Za-z_]\w*\.)*TimeoutError\b(?::|$)", python_level=True),
     _rule("library", Outcome.LIBRARY_ERROR, SPECIFIC,
           r"(?i)\b(?:roc|hip)blas(?:lt)? error|cublas(?:lt)? error|cudnn error|miopen(?: error|Status)"
           r"|\b(?:CUBLAS|CUDNN|HIPBLAS|HIPBLASLT|ROCBLAS)_STATUS_(?!SUCCESS)\w+"
@@ -77,21 +83,22 @@ RULES: tuple[Rule, ...] = (
           r"|Could not load library|OutOfResources|out of resource:"),
     _rule("assertion", Outcome.ASSERTION, SPECIFIC,
           r"AssertionError|Assertion error|NotImplementedError|validation errors? for"
-          r"|(?:Error|Exception)\b.*(?i:not supported|unsupported|not implemented|incompatible)",
+          r"|(?:Error|Exception)\b.*(?i:not supported|unsupported|not implemented|incompatible"
+          r"|(?:not|must be|should be) divisible by|must be a multiple of)",
           python_level=True),
     _rule("compile-wrapper", Outcome.LIBRARY_ERROR, GENERIC, r"CompilationError", python_level=True),
     _rule("capture-wrapper", Outcome.CAPTURE_ERROR, GENERIC,
           r"(?i)previous error during capture|StreamCaptureInvalidated|capture sequence .*invalidated"
           r"|capture (?:\w+ )*cuda graph failed|cuda ?graph capture failed"),
     _rule("gpu-error", Outcome.OTHER, GENERIC,
-          r"CUDA error|HIP error|Triton Error \[|CUDA driver error|\bcudaError\w+|\bhipError\w+"
+          r"(?i:cuda|hip) error|Triton Error \[|CUDA driver error|\bcudaError\w+|\bhipError\w+"
           r"|HSA_STATUS_ERROR|Cuda failure|unspecified launch failure|HW Exception by GPU"),
     _rule("consequence", Outcome.OTHER, CONSEQUENCE,
           r"EngineDeadError|EngineCore failed to start|Engine core initialization failed"
           r"|EngineCore encountered|See (?:the )?(?:root cause|stack trace)"
           r"|initialization failed due to an exception|died unexpectedly|Worker proc \S+ died"
           r"|Received sigquit|Connection (?:closed|reset) by peer|SIGABRT|Fatal Python error: Aborted"
-          r"|Aborted \(core dumped\)|terminate called after throwing"),
+          r"|Aborted \(core dumped\)"),
     _rule("fatal-python", Outcome.OTHER, GENERIC, r"^Fatal Python error"),
     Rule("python-exception", Outcome.OTHER, GENERIC, EXCEPTION_LINE, python_level=True),
 )
