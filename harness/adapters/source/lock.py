@@ -1,15 +1,15 @@
-"""A lock file held with flock (bounded wait), and atomic file writes: what lets two processes
-prepare the same worktree at once."""
+"""A lock file held with flock (bounded wait): what lets two processes prepare the same worktree
+at once. (atomic_write lives in adapters.files and is re-exported here.)"""
 from __future__ import annotations
 
 import fcntl
 import os
-import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from harness.adapters.files import atomic_write  # noqa: F401  (re-export)
 from harness.errors import SourceError
 
 _POLL_S = 0.1
@@ -38,17 +38,3 @@ def locked(lock_path: Path, timeout_s: float) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock, also when the process dies
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write data to path so that readers see the old file or the whole new one, never a part."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
