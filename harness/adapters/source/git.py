@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from harness.adapters.source.gitcmd import git, stderr_of, stdout_of
-from harness.adapters.source.lock import atomic_write, locked
+from harness.adapters.files import atomic_write
+from harness.adapters.source.lock import locked
 from harness.adapters.source.patches import (
     ENCODING, ERRORS, PatchSpec, check_patches, patch_set_hash, patch_text, rev_commit, text_sha256,
 )

@@ -1,5 +1,5 @@
 """A lock file held with flock (bounded wait): what lets two processes prepare the same worktree
-at once. (atomic_write lives in adapters.files and is re-exported here.)"""
+at once."""
 from __future__ import annotations
 
 import fcntl
@@ -9,7 +9,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from harness.adapters.files import atomic_write  # noqa: F401  (re-export)
 from harness.errors import SourceError
 
 _POLL_S = 0.1
