@@ -145,9 +145,10 @@ def test_python_logging_relay_prefix_is_stripped_without_its_level(line: str, me
     assert stripped.level is None  # the relay's level says nothing about the server's line
 
 
-def test_relayed_oom_is_not_silenced_by_the_relay_level() -> None:
-    log = "2025-03-03 17:23:05,701 - __main__ - INFO - torch.OutOfMemoryError: CUDA out of memory.\n"
-    assert classify_text(log).outcome is Outcome.OOM
+def test_relayed_exception_line_is_read_and_not_silenced_by_the_relay_level() -> None:
+    line = "2025-03-03 17:23:05,701 - __main__ - INFO - KeyError: 'model.layers.0.mlp.weight'"
+    c = classify_text(line + "\n")
+    assert c.outcome is Outcome.OTHER and c.first_error_line == line
 
 
 def test_blank_lines_pasted_between_frame_and_source_line() -> None:
@@ -156,7 +157,7 @@ def test_blank_lines_pasted_between_frame_and_source_line() -> None:
         "Traceback (most recent call last):",
         '  File "/x/pynccl_wrapper.py", line 256, in NCCL_CHECK',
         '    raise RuntimeError(f"NCCL error: {error_str}")',
-        "RuntimeError: CUDA error: out of memory",
+        "KeyError: 'model.layers.0.mlp.weight'",
     ]
     c = classify_text("\n\n".join(lines) + "\n")
-    assert c.outcome is Outcome.OOM and c.first_error_line == lines[-1]
+    assert c.outcome is Outcome.OTHER and c.first_error_line == lines[-1]
