@@ -90,7 +90,7 @@ def run_matrix(matrix: Matrix, settings: Settings, console: Console) -> RunRepor
     t0 = time.monotonic()
     try:
         with Live(_view(progress, "", matrix, arms, seen), console=console, refresh_per_second=4,
-                  transient=False) if live_on else _NoLive() as live:
+                  transient=True) if live_on else _NoLive() as live:
             for key in todo:
                 arm = by_id[key.arm_id]
                 current = f"now: {arm.label} ({arm.title}) trial {key.k}/{matrix.repeats}"
