@@ -175,12 +175,27 @@ def _launch(spec: TrialSpec, store: Store, trial_dir: Path, engine, base: TrialR
     return replace(
         base, outcome=outcome,
         first_error_line=seen.first_error_line if outcome is not Outcome.READY else None,
-        failing_rank=seen.failing_rank, signature=seen.signature if outcome is not Outcome.READY else None,
+        failing_rank=seen.failing_rank, signature=_signature(outcome, seen, run, spec.matrix.target),
         ready_line=seen.ready_line,
         ladder=Ladder(seen.shapes_captured, seen.shapes_total, seen.capture_s, seen.failing_bs),
         startup_s=run.ready_s if outcome is Outcome.READY else None, verdict_s=run.verdict_s,
         duration_s=time.monotonic() - t0, stop=stop or StopRecord(),
         detail=None if outcome is Outcome.READY else _detail(run))
+
+
+def _signature(outcome: Outcome, seen: Classification, run: ServerRun, t) -> str | None:
+    """The classifier's signature when it named this outcome; else one from how the server ended."""
+    if outcome is Outcome.READY:
+        return None
+    if seen.outcome is outcome and seen.signature:
+        return seen.signature
+    if outcome is Outcome.HANG:
+        return f"HANG:no output for {t.quiet_timeout_s:g} s"
+    if outcome is Outcome.TIMEOUT:
+        return f"TIMEOUT:not ready after {t.startup_timeout_s:g} s"
+    if run.stop is not None and run.stop.signal:
+        return f"{outcome.value}:killed by {run.stop.signal}"
+    return f"{outcome.value}:exited with code {run.exit_code}"
 
 
 def _detail(run: ServerRun) -> str:

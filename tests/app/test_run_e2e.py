@@ -52,6 +52,9 @@ def test_failure_modes_are_classified_and_nothing_is_left(project):
         "segv": "SEGFAULT"}
     assert "illegal memory access" in rs["crash"]["first_error_line"]
     assert rs["crash"]["signature"].startswith("IMA:")
+    assert rs["never-ready"]["signature"] == "TIMEOUT:not ready after 4 s"
+    assert rs["hang"]["signature"].startswith("HANG:")
+    assert rs["segv"]["signature"] == "SEGFAULT:killed by SIGSEGV"
     assert rs["ignore-term"]["stop"]["force_killed"] is True
     assert all(r["stop"]["survivors"] == [] for r in rs.values())
     for r in rs.values():
