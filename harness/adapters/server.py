@@ -14,7 +14,7 @@ import urllib.request
 from collections import deque
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal, Mapping, Protocol
+from typing import Callable, Literal, Mapping, Protocol
 
 from harness.adapters.process import JOIN_TIMEOUT_S, ProcessTree
 from harness.core.outcome import Outcome
@@ -24,6 +24,7 @@ from harness.errors import ConfigError, HarnessError
 TAIL_LINES = 50
 MAX_LINE_BYTES = 64 * 1024     # a longer line is written and classified in pieces of this size
 PROBE_TIMEOUT_S = 2.0
+CHECK_TIMEOUT_S = 30.0         # an engine's own check may send a request (a completion): longer bound
 _READ_POLL_S = 0.5             # how often the reader looks up from a silent pipe to check for close
 _NEWLINE = re.compile(rb"\r\n|\n")
 
@@ -41,12 +42,17 @@ class LineSink(Protocol):
 
 @dataclass(frozen=True)
 class ReadyProbe:
-    """How readiness is recognised: an HTTP GET returning 2xx, the sink's READY, or both."""
+    """How readiness is recognised: an HTTP GET returning 2xx, the sink's READY, or both.
+
+    ``check`` (base URL, seconds left) is an engine's own test, run once the HTTP path has
+    answered 2xx: vLLM's /v1/models must list a model, ATOM must answer a completion. It returns
+    False while the server is not ready yet and never raises for a server's answer."""
 
     http_path: str | None = "/health"
     log_marker: bool = False
     require_both: bool = False
     interval_s: float = 0.25
+    check: Callable[[str, float], bool] | None = None
 
     def __post_init__(self) -> None:
         if self.http_path is None and not self.log_marker:
@@ -55,6 +61,8 @@ class ReadyProbe:
             raise ConfigError(f"http_path must start with '/', got {self.http_path!r}", key="probe.http_path")
         if self.interval_s <= 0:
             raise ConfigError(f"interval_s must be > 0, got {self.interval_s}", key="probe.interval_s")
+        if self.check is not None and self.http_path is None:
+            raise ConfigError("a readiness check runs after the HTTP probe: set http_path", key="probe.check")
 
 
 @dataclass(frozen=True)
@@ -296,6 +304,9 @@ class Server:
                 if now >= next_probe or (pump.ready_at is not None and not probed_at_marker):
                     probed_at_marker = pump.ready_at is not None
                     http_ready = self._probe_http(min(PROBE_TIMEOUT_S, deadline - now))
+                    if http_ready and spec.probe.check is not None:
+                        left = deadline - time.monotonic()
+                        http_ready = left > 0 and spec.probe.check(self.base_url, min(CHECK_TIMEOUT_S, left))
                     next_probe = time.monotonic() + spec.probe.interval_s
             if self._is_ready(http_ready):
                 return self._decide("ready", time.monotonic())

@@ -11,7 +11,8 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from harness.adapters.engines import LaunchContext, get_engine
+from harness.adapters.engines import context_for, get_engine
+from harness.adapters.engines.preflight import check_matrix, host_gpus
 from harness.adapters.report import terminal_table
 from harness.adapters.store import Store
 from harness.app.config import Settings
@@ -44,10 +45,8 @@ def describe(matrix: Matrix, arms: list[Arm], console: Console) -> None:
     console.print(f"[bold]matrix {matrix.name}[/] ({matrix.file}): {len(arms)} arms × {matrix.repeats} repeats "
                   f"= {len(arms) * matrix.repeats} trials, schedule {matrix.schedule.value}")
     for arm in arms:
-        ctx = LaunchContext(python=t.python or sys.executable, host=t.host, port=t.port or "<free port>",
-                            model=arm.model,
-                            tp=arm.tp, dp=arm.dp, ep=arm.ep, args=arm.args, command=t.command,
-                            worktree=Path("<worktree>") if t.source else None)
+        ctx = context_for(matrix, arm, t.python or sys.executable, t.port or "<free port>",
+                          Path("<worktree>") if t.source else None)
         argv = engine.argv(ctx)
         console.print(f"\n[bold]{arm.label}[/] {arm.title}  id {arm.arm_id}")
         # Shown quoted for reading and copying; the harness itself never runs a shell.
@@ -70,6 +69,9 @@ def _view(progress: Progress, current: str, matrix: Matrix, arms: list[Arm], res
 def run_matrix(matrix: Matrix, settings: Settings, console: Console) -> RunReport:
     """Run every pending trial of the matrix in schedule order; results land in the store first."""
     check_programs(matrix)
+    # Flags the engine cannot take; arms needing more GPUs than this host shows (not in a dry run,
+    # which may be prepared on a laptop for a cluster).
+    check_matrix(matrix, None if settings.dry_run else host_gpus())
     source_top, base_sha = check_sources(matrix)
     arms = expand(matrix, base_sha)
     if settings.dry_run:

@@ -2,6 +2,7 @@
 launch errors to outcomes; a failed launch is data, never an exception."""
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shutil
@@ -15,12 +16,16 @@ from pathlib import Path
 
 from harness import __version__
 from harness.adapters.engines import LaunchContext, get_engine
+from harness.adapters.files import atomic_write
 from harness.adapters.server import LaunchSpec, ReadyProbe, Server, ServerRun
-from harness.adapters.source.git import PatchSpec, PreparedSource, prepare
+from harness.adapters.source.armtree import ArmTree, TreeSpec, patch_specs, prepare_tree
+from harness.adapters.source.build import BuildFailed
+from harness.adapters.source.caches import jit_cache_env
+from harness.adapters.source.importcheck import check_imports
 from harness.adapters.store import LOG, Store
 from harness.core.arms import Arm
 from harness.core.classify import Classification, LogClassifier
-from harness.core.matrix import Matrix
+from harness.core.matrix import CachePolicy, Matrix, Package
 from harness.core.outcome import Outcome
 from harness.core.record import Ladder, SourceRecord, StopRecord, TrialResult
 from harness.core.redact import argv_secrets, is_secret, redact_argv, redact_env
@@ -62,34 +67,74 @@ def check_port(host: str, port: int) -> None:
             raise InfraError(f"port {host}:{port} is in use ({exc.strerror})") from None
 
 
-def _patch_specs(matrix: Matrix, arm: Arm) -> list[PatchSpec]:
-    base = Path(matrix.file).parent
-    return [PatchSpec(diff=(base / p.diff).resolve()) if p.diff is not None
-            else PatchSpec(commit=p.commit, range=p.range) for p in arm.patches]
-
-
-def _prepare_source(spec: TrialSpec, trial_dir: Path) -> PreparedSource | None:
+def _prepare_source(spec: TrialSpec, trial_dir: Path) -> ArmTree | None:
+    """The arm's tree (worktree or overlay, built if asked); its applied diffs, the files a patch
+    changed outside an overlay's package, and the build log are copied into the trial folder."""
     t = spec.matrix.target
     if t.source is None or spec.source_top is None or spec.base_sha is None:
         return None
-    prepared = prepare(spec.source_top, t.source.ref, spec.base_sha, _patch_specs(spec.matrix, spec.arm),
-                       spec.runs_dir / ".worktrees")
+    tree_spec = TreeSpec(
+        source=t.source, top=spec.source_top, base=spec.base_sha,
+        patches=tuple(patch_specs(spec.arm.patches, Path(spec.matrix.file).parent, file=spec.matrix.file)),
+        runs_dir=spec.runs_dir, build=t.build, python=t.python or sys.executable,
+        build_env={**os.environ, **t.env}, build_keyed_env=dict(t.env), build_timeout_s=t.build_timeout_s)
+    try:
+        tree = prepare_tree(tree_spec)
+    except BuildFailed as exc:
+        if exc.log.is_file():
+            shutil.copyfile(exc.log, trial_dir / "build.log")
+        raise
+    prepared = tree.prepared
     if prepared.applied_diffs:
         (trial_dir / "patches").mkdir(exist_ok=True)
         for d in prepared.applied_diffs:
             shutil.copyfile(d, trial_dir / "patches" / d.name)
-    return prepared
+    if prepared.skipped:
+        lines = [f"{name}: {path}" for name, paths in prepared.skipped.items() for path in paths]
+        (trial_dir / "patches" / "not_applied.txt").write_text(
+            "files outside the package, not applied to the overlay:\n" + "\n".join(lines) + "\n")
+    if tree.build is not None and tree.build.log.is_file():
+        shutil.copyfile(tree.build.log, trial_dir / "build.log")
+    return tree
 
 
-def _environment(spec: TrialSpec, worktree: Path | None, engine_cache: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-    """(the child's full env, the part the harness set — what gets recorded)."""
+def _cache_dir(spec: TrialSpec, store: Store, trial_dir: Path) -> Path | None:
+    """The folder the trial's JIT caches go to, by target.cache; None = the user's own (shared)."""
+    policy = spec.matrix.target.cache
+    if policy is CachePolicy.SHARED:
+        return None
+    folder = store.root / spec.arm.arm_id / "cache" if policy is CachePolicy.PER_ARM else trial_dir / "cache"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder.resolve()   # absolute: the server runs in its tree, not here
+
+
+def _cache_env(engine, folder: Path | None) -> dict[str, str]:
+    if folder is None:
+        return {}
+    env = {**jit_cache_env(folder), **engine.cache_env(folder)}
+    for value in env.values():
+        if Path(value).is_relative_to(folder):
+            Path(value).mkdir(parents=True, exist_ok=True)
+    return env
+
+
+def _environment(spec: TrialSpec, tree: ArmTree | None, engine_cache: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(the child's full env, the part the harness set — what gets recorded). PYTHONPATH: an
+    overlay first, then target.pythonpath (in the worktree, or beside the matrix), then the arm's
+    own PYTHONPATH, then the inherited one."""
     t = spec.matrix.target
     set_env = {**engine_cache, **spec.arm.env}
+    entries = []
+    overlay = isinstance(t.source, Package) and tree is not None
+    if overlay:
+        entries.append(str(tree.prepared.path))
     if t.pythonpath:
-        root = worktree or Path(spec.matrix.file).parent
-        entries = [str((root / p).resolve()) for p in t.pythonpath]
+        root = tree.prepared.path if tree is not None and not overlay else Path(spec.matrix.file).parent
+        entries += [str((root / p).resolve()) for p in t.pythonpath]
+    if entries:
+        own = [p for p in spec.arm.env.get("PYTHONPATH", "").split(os.pathsep) if p]
         inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-        set_env["PYTHONPATH"] = os.pathsep.join(entries + inherited)
+        set_env["PYTHONPATH"] = os.pathsep.join(entries + own + inherited)
     set_env.setdefault("PYTHONUNBUFFERED", "1")
     return {**os.environ, **set_env}, set_env
 
@@ -125,7 +170,7 @@ def run_trial(spec: TrialSpec, store: Store) -> TrialResult:
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         host=host_info(),
         source=SourceRecord(repo=str(spec.source_top) if spec.source_top else None,
-                            ref=t.source.ref if t.source else None, base_sha=spec.base_sha))
+                            ref=getattr(t.source, "ref", None), base_sha=spec.base_sha))
     t0 = time.monotonic()
     try:
         result = _launch(spec, store, trial_dir, engine, base, t0)
@@ -138,31 +183,43 @@ def run_trial(spec: TrialSpec, store: Store) -> TrialResult:
     except Exception:  # noqa: BLE001 - a harness bug must not stop the matrix; the traceback is kept
         result = replace(base, outcome=Outcome.HARNESS_ERROR, detail=traceback.format_exc(),
                          duration_s=time.monotonic() - t0)
+    if t.cache is CachePolicy.PER_TRIAL:
+        # A cold cache cannot serve another trial; JIT caches run to gigabytes.
+        shutil.rmtree(trial_dir / "cache", ignore_errors=True)
     store.write_result(result)
     return result
 
 
 def _launch(spec: TrialSpec, store: Store, trial_dir: Path, engine, base: TrialResult, t0: float) -> TrialResult:
     t, arm = spec.matrix.target, spec.arm
-    prepared = _prepare_source(spec, trial_dir)
-    if prepared is not None:
-        base = replace(base, source=replace(prepared.record, repo=str(spec.source_top)))
-    worktree = prepared.path if prepared else None
+    tree = _prepare_source(spec, trial_dir)
+    if tree is not None:
+        base = replace(base, source=replace(tree.prepared.record, repo=str(spec.source_top)))
+    worktree = tree.prepared.path if tree else None
     port = t.port or free_port(t.host)
     check_port(t.host, port)
-    cache_dir = store.root / arm.arm_id / "cache"
-    env, set_env = _environment(spec, worktree, dict(engine.cache_env(cache_dir)))
+    env, set_env = _environment(spec, tree, _cache_env(engine, _cache_dir(spec, store, trial_dir)))
     python = t.python or sys.executable
-    argv = engine.argv(LaunchContext(python=python, host=t.host, port=port, model=arm.model, tp=arm.tp,
-                                     dp=arm.dp, ep=arm.ep, args=arm.args, command=t.command, worktree=worktree))
+    ctx = LaunchContext(python=python, host=t.host, port=port, model=arm.model, tp=arm.tp, dp=arm.dp, ep=arm.ep,
+                        args=arm.args, command=t.command, worktree=worktree)
+    argv = engine.argv(ctx)
     config = {**arm.launch_key(), "args": redact_argv(arm.args, env), "env": redact_env(arm.env)}
     base = replace(base, argv=tuple(redact_argv(argv, env)), env=redact_env(set_env), config=config)
+    cwd = worktree or Path.cwd()
+    if tree is not None and tree.prepared.record.touched:
+        # Before the launch: a server that would run other code than the arm claims is no data.
+        check = check_imports(python, env, cwd, tree.prepared.path, tree.prepared.record.touched)
+        atomic_write(trial_dir / "import_check.json", json.dumps(check.to_dict(), indent=1).encode())
+        if check.mismatches:
+            return replace(base, outcome=Outcome.PATCH_FAILED, detail=check.detail(), duration_s=time.monotonic() - t0)
     ready = engine.ready(t.ready)
     classifier = LogClassifier(engine.dialect(), ready_marker=ready.log_marker)
     launch = LaunchSpec(
-        argv=tuple(argv), env=env, cwd=worktree or Path.cwd(), log_path=trial_dir / LOG, host=t.host, port=port,
+        argv=tuple(argv), env=env, cwd=cwd, log_path=trial_dir / LOG, host=t.host, port=port,
         probe=ReadyProbe(http_path=ready.http_path, log_marker=ready.log_marker is not None or ready.http_path is None,
-                         require_both=ready.require_both, interval_s=ready.interval_s),
+                         require_both=ready.require_both, interval_s=ready.interval_s,
+                         # The engine's own test follows a 2xx of the HTTP path; without one it has no turn.
+                         check=engine.ready_hook(ctx) if ready.http_path is not None else None),
         startup_timeout_s=t.startup_timeout_s, quiet_timeout_s=t.quiet_timeout_s,
         fatal_grace_s=t.fatal_grace_s, stop_timeout_s=t.stop_timeout_s,
         secrets=tuple(v for v in [*(v for k, v in env.items() if is_secret(k)), *argv_secrets(argv)] if len(v) >= 4))

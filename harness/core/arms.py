@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from harness.core.argv import merge_args
-from harness.core.matrix import Matrix, PatchRef
+from harness.core.matrix import CachePolicy, Matrix, Package, PatchRef, Source, Target
 
 
 @dataclass(frozen=True)
@@ -89,10 +89,26 @@ def resolve_arm(matrix: Matrix, levels: Mapping[str, str], label: str, base_sha:
         patches.extend(lv.patches)
     args = tuple(merge_args(t.args, *arg_layers))
     draft = Arm("", label, dict(levels), model, tp, dp, ep, args, env, tuple(patches))
-    key = {**draft.launch_key(), "engine": t.engine, "command": list(t.command),
-           "source": None if t.source is None else {"repo": t.source.repo, "ref": t.source.ref},
-           "pythonpath": list(t.pythonpath), "python": t.python, "base_sha": base_sha}
+    key = {**draft.launch_key(), "engine": t.engine, "command": list(t.command), "source": _source_key(t.source),
+           "pythonpath": list(t.pythonpath), "python": t.python, "base_sha": base_sha, **_tree_key(t)}
     return Arm(_hash(key), label, dict(levels), model, tp, dp, ep, args, env, tuple(patches))
+
+
+def _source_key(source: Source | Package | None) -> dict[str, Any] | None:
+    if isinstance(source, Package):
+        return {"package": source.package, "repo_dir": source.repo_dir}
+    return None if source is None else {"repo": source.repo, "ref": source.ref}
+
+
+def _tree_key(t: Target) -> dict[str, Any]:
+    """The build command and a cache policy other than per_arm change what runs (a cold cache is
+    another condition); present only when set, so ids of matrices without them stay as they were."""
+    out: dict[str, Any] = {}
+    if t.build:
+        out["build"] = list(t.build)
+    if t.cache is not CachePolicy.PER_ARM:
+        out["cache"] = t.cache.value
+    return out
 
 
 def expand(matrix: Matrix, base_sha: str | None = None) -> list[Arm]:

@@ -16,22 +16,37 @@ class Schedule(str, Enum):
 
 @dataclass(frozen=True)
 class PatchRef:
-    """A patch as the matrix names it: a diff file (relative to the matrix file), a commit, or a range."""
+    """A patch as the matrix names it: a diff file (relative to the matrix file), a commit or a range
+    of the target repository, or a pull request "owner/repo#N" (fetched once as a diff, cached)."""
 
     diff: str | None = None
     commit: str | None = None
     range: str | None = None
+    pr: str | None = None
 
     @property
     def name(self) -> str:
         """Short human name, also the key in records."""
         if self.diff is not None:
             return self.diff.rsplit("/", 1)[-1]
+        if self.pr is not None:
+            return f"pr:{self.pr}"
         return f"commit:{self.commit}" if self.commit is not None else f"range:{self.range}"
 
     def as_dict(self) -> dict[str, str]:
         """The one key that is set."""
-        return {k: v for k, v in (("diff", self.diff), ("commit", self.commit), ("range", self.range)) if v is not None}
+        pairs = (("diff", self.diff), ("commit", self.commit), ("range", self.range), ("pr", self.pr))
+        return {k: v for k, v in pairs if v is not None}
+
+
+class CachePolicy(str, Enum):
+    """Where the JIT/compile caches of a trial live: a folder per arm (warm after the first trial of
+    the arm, never shared with another arm), a fresh folder per trial (always cold), or the user's
+    own (no override: what the engines do by default)."""
+
+    PER_ARM = "per_arm"
+    PER_TRIAL = "per_trial"
+    SHARED = "shared"
 
 
 @dataclass(frozen=True)
@@ -40,6 +55,16 @@ class Source:
 
     repo: str
     ref: str = "HEAD"
+
+
+@dataclass(frozen=True)
+class Package:
+    """An installed package without git (a container image, a wheel): each arm runs an overlay, a
+    copy of the package with the arm's patches applied, first on PYTHONPATH."""
+
+    package: str                   # the import name, e.g. vllm
+    repo_dir: str | None = None    # the package's parent folder in its repository as patch paths name it
+                                   # ("python" for sglang); None = guessed from the patches
 
 
 @dataclass(frozen=True)
@@ -58,8 +83,8 @@ class Target:
 
     engine: str = "command"
     command: tuple[str, ...] = ()     # the command engine's argv, with {python} {port} {host} {model} {tp} {dp} {ep}
-    source: Source | None = None
-    pythonpath: tuple[str, ...] = ()  # resolved inside the arm's worktree
+    source: Source | Package | None = None
+    pythonpath: tuple[str, ...] = ()  # resolved inside the arm's worktree (beside the matrix for a package)
     python: str | None = None         # the engine's interpreter; None = the harness's own
     model: str | None = None
     tp: int = 1
@@ -74,6 +99,9 @@ class Target:
     quiet_timeout_s: float = 300.0
     fatal_grace_s: float = 3.0
     stop_timeout_s: float = 10.0
+    build: tuple[str, ...] = ()       # argv run in the arm's tree once per patch set ({python} {worktree})
+    build_timeout_s: float = 3600.0
+    cache: CachePolicy = CachePolicy.PER_ARM
 
 
 @dataclass(frozen=True)

@@ -5,19 +5,27 @@ ones. Pure: no file system access (patch files and repositories are checked in a
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Mapping
 
 from harness.core.argv import flag_tokens
-from harness.core.matrix import Axis, Level, Matrix, PatchRef, ReadyCheck, Schedule, Source, Target
+from harness.core.matrix import (
+    Axis, CachePolicy, Level, Matrix, Package, PatchRef, ReadyCheck, Schedule, Source, Target,
+)
 from harness.errors import ConfigError
 
 MATRIX_KEYS = ("description", "target", "axes", "include", "exclude", "repeats", "schedule", "seed",
                "baseline", "gates")
 TARGET_KEYS = ("engine", "command", "source", "pythonpath", "python", "model", "tp", "dp", "ep", "args",
                 "env", "host", "port", "ready", "startup_timeout_s", "quiet_timeout_s", "fatal_grace_s",
-                "stop_timeout_s")
+                "stop_timeout_s", "build", "build_timeout_s", "cache")
 LEVEL_KEYS = ("patches", "env", "args", "model", "tp", "dp", "ep")
 READY_KEYS = ("http_path", "log_marker", "require_both", "interval_s")
+SOURCE_KEYS = ("repo", "ref", "package", "repo_dir")
+PATCH_KINDS = ("diff", "commit", "range", "pr")
+# owner/repo#N as GitHub spells them (owner: letters, digits, hyphens; repo: also . and _).
+PR_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*)/([A-Za-z0-9._-]+)#([1-9][0-9]*)$")
+_PACKAGE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _level_with_keys(value: Any) -> Any:
@@ -38,6 +46,8 @@ def with_known_keys(data: Mapping[str, Any]) -> dict[str, Any]:
         elif isinstance(ready, Mapping):
             target["ready"] = {"http_path": "/health", "log_marker": None, "require_both": None,
                                "interval_s": None} | dict(ready)
+        if isinstance(target.get("source"), Mapping):
+            target["source"] = {k: None for k in SOURCE_KEYS} | dict(target["source"])
         out["target"] = target
     if isinstance(out.get("axes"), Mapping):
         out["axes"] = {ax: ({lv: _level_with_keys(v) for lv, v in levels.items()} if isinstance(levels, Mapping)
@@ -138,14 +148,41 @@ def _optional(data: Mapping[str, Any], key: str, conv: Callable[[Any, str], Any]
 
 
 def parse_patch(c: _Checker, value: Any, key: str) -> PatchRef:
-    """A patch: a string (a diff file) or a mapping with exactly one of diff / commit / range."""
+    """A patch: a string (a diff file) or a mapping with exactly one of diff / commit / range / pr."""
     if isinstance(value, str) and value:
         return PatchRef(diff=value)
-    m = c.mapping(value, key, ("diff", "commit", "range"))
+    m = c.mapping(value, key, PATCH_KINDS)
     if len(m) != 1:
-        raise c.fail(key, "expected exactly one of diff, commit, range")
+        raise c.fail(key, "expected exactly one of diff, commit, range, pr")
     (kind, v), = m.items()
-    return PatchRef(**{kind: c.string(v, f"{key}.{kind}")})
+    text = c.string(v, f"{key}.{kind}")
+    if kind == "pr" and not PR_RE.match(text):
+        raise c.fail(f"{key}.pr", f"expected owner/repo#N (e.g. vllm-project/vllm#12345), got {text!r}")
+    return PatchRef(**{kind: text})
+
+
+def parse_source(c: _Checker, value: Any) -> Source | Package:
+    """target.source: {repo, ref} (a git checkout) or {package, repo_dir} (an installed package)."""
+    s = {k: v for k, v in c.mapping(value, "target.source", SOURCE_KEYS).items() if v is not None}
+    if ("repo" in s) == ("package" in s):
+        raise c.fail("target.source", "expected either repo (a git checkout, with ref) or package (an installed "
+                                      "package, e.g. {package: vllm})")
+    if "repo" in s:
+        if "repo_dir" in s:
+            raise c.fail("target.source.repo_dir", "repo_dir goes with package, not with repo")
+        return Source(repo=c.string(s["repo"], "target.source.repo"), ref=c.string(s.get("ref", "HEAD"),
+                                                                                  "target.source.ref"))
+    if "ref" in s:
+        raise c.fail("target.source.ref", "an installed package has no ref; use repo for a git checkout")
+    name = c.string(s["package"], "target.source.package")
+    if not _PACKAGE_RE.match(name):
+        raise c.fail("target.source.package", f"expected a top-level import name (vllm, sglang), got {name!r}")
+    repo_dir = _optional(s, "repo_dir", c.string, "target.source", None)
+    if repo_dir is not None:
+        repo_dir = repo_dir.strip("/")
+        if repo_dir.startswith(".") or "\\" in repo_dir:
+            raise c.fail("target.source.repo_dir", f"expected a relative folder like python, got {repo_dir!r}")
+    return Package(package=name, repo_dir=repo_dir or None)
 
 
 def parse_level(c: _Checker, name: str, value: Any, key: str) -> Level:
@@ -174,13 +211,13 @@ def parse_target(c: _Checker, value: Any, engines: tuple[str, ...]) -> Target:
     engine = c.string(_get(m, "engine", "command"), "target.engine")
     if engine not in engines:
         raise c.fail("target.engine", f"unknown engine {engine!r}; valid engines: {', '.join(engines)}")
-    source = None
-    if m.get("source") is not None:
-        s = c.mapping(m["source"], "target.source", ("repo", "ref"))
-        if "repo" not in s:
-            raise c.fail("target.source.repo", "missing: the path of a git repository")
-        source = Source(repo=c.string(s["repo"], "target.source.repo"),
-                        ref=c.string(s.get("ref", "HEAD"), "target.source.ref"))
+    source = parse_source(c, m["source"]) if m.get("source") is not None else None
+    cache = c.string(_get(m, "cache", CachePolicy.PER_ARM.value), "target.cache")
+    if cache not in {p.value for p in CachePolicy}:
+        raise c.fail("target.cache", f"unknown cache policy {cache!r}; valid: {', '.join(p.value for p in CachePolicy)}")
+    build = _optional(m, "build", c.strings, "target", ())
+    if m.get("build") is not None and not build:
+        raise c.fail("target.build", "expected a non-empty argv list (or leave build out)")
     ready = ReadyCheck()
     if m.get("ready") is not None:
         r = c.mapping(m["ready"], "target.ready", READY_KEYS)
@@ -217,6 +254,9 @@ def parse_target(c: _Checker, value: Any, engines: tuple[str, ...]) -> Target:
         quiet_timeout_s=_optional(m, "quiet_timeout_s", c.number, "target", 300.0),
         fatal_grace_s=_optional(m, "fatal_grace_s", c.number, "target", 3.0),
         stop_timeout_s=_optional(m, "stop_timeout_s", c.number, "target", 10.0),
+        build=build,
+        build_timeout_s=_optional(m, "build_timeout_s", c.number, "target", 3600.0),
+        cache=CachePolicy(cache),
     )
 
 
@@ -267,6 +307,14 @@ def parse_matrix(data: Mapping[str, Any], *, name: str, file: str, engines: tupl
         axes.append(Axis(str(ax_name), tuple(
             parse_level(c, _scalar_str(lv), v, f"axes.{ax_name}.{lv}") for lv, v in lv_m.items())))
     axes_t = tuple(axes)
+    if isinstance(target.source, Package):
+        for a in axes_t:
+            for lv in a.levels:
+                for i, p in enumerate(lv.patches):
+                    if p.commit is not None or p.range is not None:
+                        raise c.fail(f"axes.{a.name}.{lv.name}.patches[{i}]",
+                                     "commit and range patches need a git source (target.source.repo); "
+                                     "an installed package takes diff files and pr references")
     schedule = c.string(_get(data, "schedule", "interleaved"), "schedule")
     if schedule not in {s.value for s in Schedule}:
         raise c.fail("schedule", f"unknown schedule {schedule!r}; valid: {', '.join(s.value for s in Schedule)}")

@@ -330,3 +330,27 @@ def test_no_fd_or_thread_leaks(tmp_path):
     for _ in range(3):
         launch()
     assert (len(os.listdir("/proc/self/fd")), threading.active_count()) == (fds, threads)
+
+
+def test_an_engine_check_runs_after_the_http_path_and_gates_readiness(tmp_path):
+    calls: list[tuple[str, float]] = []
+
+    def third_time_lucky(base_url: str, timeout_s: float) -> bool:
+        calls.append((base_url, timeout_s))
+        return len(calls) >= 3
+
+    spec = fixture_spec(tmp_path, "ready")
+    spec = replace(spec, probe=ReadyProbe(http_path="/health", interval_s=0.05, check=third_time_lucky))
+    with Server(spec, RegexSink()) as srv:
+        run = srv.wait_ready()
+        assert run.state == "ready" and len(calls) == 3
+        assert all(url == srv.base_url and 0 < t <= 30 for url, t in calls)
+
+
+def test_a_check_that_never_passes_times_out_and_needs_an_http_path(tmp_path):
+    spec = fixture_spec(tmp_path, "ready", startup_timeout_s=1.5)
+    spec = replace(spec, probe=ReadyProbe(http_path="/health", interval_s=0.05, check=lambda url, t: False))
+    with Server(spec, RegexSink()) as srv:
+        assert srv.wait_ready().state == "timeout"
+    with pytest.raises(ConfigError, match="set http_path"):
+        ReadyProbe(http_path=None, log_marker=True, check=lambda url, t: True)

@@ -108,3 +108,15 @@ def test_python_that_does_not_exist(project):
 def test_command_program_that_does_not_exist(project):
     write_matrix(project, "m", {"target": {**fixture_target("ready"), "command": ["no-such-server-xyz", "--p"]}})
     check(project, ["matrix=m"], "target.command[0]", "no-such-server-xyz")
+
+
+def test_engine_flag_spelled_for_another_engine(project):
+    write_matrix(project, "m", {"target": {"engine": "vllm", "model": "m", "args": ["--tp", "2"]}})
+    err = check(project, ["matrix=m"], "target.args", "--tp")
+    assert "tp" in err
+
+
+def test_more_gpus_than_visible(project, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    write_matrix(project, "m", {"target": {"engine": "vllm", "model": "m", "tp": 8}})
+    check(project, ["matrix=m"], "8")

@@ -6,8 +6,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Protocol
 
+from harness.core.arms import Arm
 from harness.core.classify import Dialect
-from harness.core.matrix import ReadyCheck
+from harness.core.matrix import Matrix, ReadyCheck
+
+# An engine's own readiness test, run after its HTTP path answered 2xx: (base URL, seconds left)
+# -> ready yet? False while not ready; never raises for what the server answers.
+ReadyHook = Callable[[str, float], bool]
 
 
 @dataclass(frozen=True)
@@ -26,13 +31,30 @@ class LaunchContext:
     worktree: Path | None
 
 
+def context_for(matrix: Matrix, arm: Arm, python: str, port: int | str,
+                worktree: Path | None = None) -> LaunchContext:
+    """The launch context of one arm of a matrix."""
+    t = matrix.target
+    return LaunchContext(python=python, host=t.host, port=port, model=arm.model, tp=arm.tp, dp=arm.dp,
+                         ep=arm.ep, args=arm.args, command=t.command, worktree=worktree)
+
+
 class Engine(Protocol):
-    """An inference server kind: how to start it, how its log reads, where its caches live."""
+    """An inference server kind: how to start it, how many GPUs it takes, how its log reads, how
+    to tell it is ready, where its caches live, and which of a matrix's flags it cannot take."""
 
     name: str
 
     def argv(self, ctx: LaunchContext) -> list[str]:
         """The server's command line as an argv list."""
+        ...
+
+    def gpus(self, ctx: LaunchContext) -> int:
+        """How many GPUs one launch occupies on this host (as the engine really counts them)."""
+        ...
+
+    def check(self, matrix: Matrix) -> None:
+        """Raise ConfigError (file and key) for args this engine is known not to take."""
         ...
 
     def dialect(self) -> Dialect:
@@ -41,6 +63,10 @@ class Engine(Protocol):
 
     def ready(self, configured: ReadyCheck) -> ReadyCheck:
         """The readiness check to use, given what the matrix configured."""
+        ...
+
+    def ready_hook(self, ctx: LaunchContext) -> ReadyHook | None:
+        """A test run after the HTTP path answered 2xx (None: the 2xx is enough)."""
         ...
 
     def cache_env(self, cache_dir: Path) -> Mapping[str, str]:

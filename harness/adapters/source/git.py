@@ -10,20 +10,17 @@ metadata under its .git/worktrees. Layout under cache_dir, for key = <base_sha[:
 """
 from __future__ import annotations
 
-import json
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from harness.adapters.source.gitcmd import git, stderr_of, stdout_of
-from harness.adapters.files import atomic_write
 from harness.adapters.source.lock import locked
-from harness.adapters.source.patches import (
-    ENCODING, ERRORS, PatchSpec, check_patches, patch_set_hash, patch_text, rev_commit, text_sha256,
-)
+from harness.adapters.source.patches import PatchSpec, check_patches, patch_set_hash, patch_text, rev_commit, text_sha256
 from harness.adapters.source.trees import touched_hashes
+from harness.adapters.source.treecache import MARKER_VERSION, commit, read_marker, verify, write_diffs, write_marker
 from harness.core.record import PatchRecord, SourceRecord
 from harness.errors import ConfigError, PatchFailed, SourceError
 
@@ -34,29 +31,17 @@ __all__ = [
 
 REPO_KEY, REF_KEY = "target.source.repo", "target.source.ref"
 _KEY_RE = re.compile(r"^[0-9a-f]{12}-[0-9a-f]{16}$")
-_MARKER_VERSION = 1
-
-# Our commits: a fixed identity and date (so the same patch set gives the same HEAD everywhere),
-# never signed, never running the user's hooks.
-_COMMIT = (
-    "-c", "user.name=harness", "-c", "user.email=harness@localhost", "-c", "commit.gpgSign=false",
-    "commit", "-q", "--no-verify", "--no-gpg-sign", "--allow-empty",
-)
-_COMMIT_ENV = {
-    "GIT_AUTHOR_NAME": "harness", "GIT_AUTHOR_EMAIL": "harness@localhost",
-    "GIT_COMMITTER_NAME": "harness", "GIT_COMMITTER_EMAIL": "harness@localhost",
-    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
-}
-
 
 @dataclass(frozen=True)
 class PreparedSource:
-    """A ready worktree for one patch set."""
+    """A ready tree for one patch set: a git worktree, or an overlay of an installed package."""
 
-    path: Path                            # the worktree root the arm runs in
+    path: Path                            # the tree root the arm runs in (for an overlay: what goes on PYTHONPATH)
     record: SourceRecord
-    reused: bool                          # True if the cached worktree was reused
+    reused: bool                          # True if the cached tree was reused
     applied_diffs: tuple[Path, ...] = ()  # the applied texts, in order (cache_dir/<key>.patches/)
+    # overlay only: patch name -> files it changes outside the package (not applied)
+    skipped: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def resolve_repo(repo: Path, ref: str, *, file: str | None = None) -> tuple[Path, str]:
@@ -100,17 +85,17 @@ def prepare(
     path, marker_path = root / key, root / f"{key}.done.json"
     shas = [text_sha256(t) for t in texts]
     with locked(root / f"{key}.lock", lock_timeout_s):
-        marker = _read_marker(marker_path)
+        marker = read_marker(marker_path)
         reused = marker is not None and path.is_dir()
         if reused:
-            _verify(path, marker, shas)
-            diffs = _write_diffs(root / f"{key}.patches", patches, texts)
+            verify(path, marker, shas)
+            diffs = write_diffs(root / f"{key}.patches", patches, texts)
         else:
             _discard(repo_top, path, git_timeout_s)
             try:
-                diffs = _write_diffs(root / f"{key}.patches", patches, texts)
+                diffs = write_diffs(root / f"{key}.patches", patches, texts)
                 marker = _build(repo_top, path, base_sha, patches, diffs, shas, git_timeout_s)
-                atomic_write(marker_path, json.dumps(marker, indent=1, sort_keys=True).encode())
+                write_marker(marker_path, marker)
             except BaseException as e:  # PatchFailed, SourceError, KeyboardInterrupt alike
                 try:
                     _discard(repo_top, path, git_timeout_s)
@@ -153,52 +138,15 @@ def _build(
         proc = git(path, ["apply", "--index", "--whitespace=nowarn", "--", str(diff)], check=False, timeout_s=timeout_s)
         if proc.returncode != 0:
             raise PatchFailed(p.name, stderr_of(proc))
-        git(path, [*_COMMIT, "-m", f"harness: apply {p.name}"], env=_COMMIT_ENV, timeout_s=timeout_s)
-        revs.append(stdout_of(git(path, ["rev-parse", "HEAD"])).strip())
+        revs.append(commit(path, f"harness: apply {p.name}", timeout_s))
     touched = touched_hashes(path, revs)
     return {
-        "version": _MARKER_VERSION, "base_sha": base_sha, "head": revs[-1], "patch_sha256": list(shas),
+        "version": MARKER_VERSION, "base_sha": base_sha, "head": revs[-1], "patch_sha256": list(shas),
         "touched": {k: list(v) for k, v in touched.items()},
     }
 
 
-def _verify(path: Path, marker: dict[str, Any], shas: Sequence[str]) -> None:
-    """A complete cached worktree must still be what its marker says it is."""
-    if marker.get("patch_sha256") != list(shas):
-        raise SourceError(f"cached worktree {path} was prepared from other patches (hash collision?)")
-    head = stdout_of(git(path, ["rev-parse", "HEAD"], check=False)).strip()
-    if head != marker.get("head"):
-        raise SourceError(
-            f"cached worktree {path} is at {head or '?'}, not at {marker.get('head')}; remove it to rebuild"
-        )
-    dirty = stdout_of(git(path, ["status", "--porcelain", "--untracked-files=no"])).strip()
-    if dirty:
-        raise SourceError(f"cached worktree {path} has changed tracked files; remove it to rebuild:\n{dirty}")
 
-
-def _read_marker(marker_path: Path) -> dict[str, Any] | None:
-    try:
-        marker = json.loads(marker_path.read_bytes())
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError):
-        return None  # written atomically, so unreadable means foreign or damaged: rebuild
-    return marker if isinstance(marker, dict) and marker.get("version") == _MARKER_VERSION else None
-
-
-def _write_diffs(folder: Path, patches: Sequence[PatchSpec], texts: Sequence[str]) -> list[Path]:
-    """NN-<name>.diff for each patch; on reuse by an arm that names the same texts differently,
-    its names are added beside the first arm's."""
-    folder.mkdir(parents=True, exist_ok=True)
-    out = []
-    for i, (p, t) in enumerate(zip(patches, texts, strict=True)):
-        stem = re.sub(r"\.(diff|patch)$", "", p.name)
-        f = folder / f"{i:02d}-{re.sub(r'[^A-Za-z0-9._-]+', '_', stem)[:80]}.diff"
-        data = t.encode(ENCODING, ERRORS)
-        if not f.is_file() or f.read_bytes() != data:
-            atomic_write(f, data)
-        out.append(f)
-    return out
 
 
 def _discard(repo_top: Path, path: Path, timeout_s: float) -> None:

@@ -34,6 +34,7 @@ class PatchSpec:
     diff: Path | None = None
     commit: str | None = None
     range: str | None = None
+    label: str | None = None   # the name to show instead (a PR's diff: "pr:owner/repo#N")
 
     def __post_init__(self) -> None:
         given = [k for k in ("diff", "commit", "range") if getattr(self, k) is not None]
@@ -44,7 +45,9 @@ class PatchSpec:
 
     @property
     def name(self) -> str:
-        """The diff's file name, "commit:<c>", or "range:<a..b>"."""
+        """The label, the diff's file name, "commit:<c>", or "range:<a..b>"."""
+        if self.label is not None:
+            return self.label
         if self.diff is not None:
             return Path(self.diff).name
         if self.commit is not None:

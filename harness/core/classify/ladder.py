@@ -5,7 +5,8 @@ Formats followed (from the engines' sources):
   end: ``Graph capturing finished in 12 secs, took 0.45 GiB``;
 - sglang tqdm: ``Capturing batches (bs=448 avail_mem=87.41 GB):   8%|...| 4/51 [...]`` (largest
   bs first, so the bs in the last bar is the one being captured) and, piecewise,
-  ``Capturing num tokens (num_tokens=8192 avail_mem=76.81 GB): ...``; end:
+  ``Capturing num tokens (num_tokens=8192 avail_mem=76.81 GB): ...``; begin (shapes listed):
+  ``Capture target decode CUDA graph begin. …, bs=[1, 2, 4, …], …``; end:
   ``Capture cuda graph end. Time elapsed: 8.53 s`` or ``Capture target decode CUDA graph end.
   elapsed=18.62 s``;
 - ATOM tqdm ``Capturing bs=16, max_q_len=1: 50%|...| 4/8``, end ``cudagraph capture[...] cost:
@@ -18,6 +19,10 @@ import re
 
 _FRACTION = re.compile(r"(?<![\w/.:-])(\d+)/(\d+)(?![\w/])")
 _BS = re.compile(r"\bbs=(\d+)|^Capturing num tokens \(num_tokens=(\d+)")
+# sglang announces a phase's shapes before its first bar: "Capture target decode CUDA graph begin.
+# backend=full, num_tokens_per_req=1, bs=[1, 2, 4, …], avail mem=…" (main @ 001067f), older
+# releases "Capture cuda graph bs [1, 2, 4, …]". It captures the largest first.
+_BS_LIST = re.compile(r"\bbs[= ]\[(\d+(?:, ?\d+)*)\]")
 # An error that names the shape it was capturing: "failed while capturing bs=8".
 _FAILING_BS = re.compile(r"(?:while|when) capturing (?:bs=|batch size )(\d+)")
 _BAR_TAIL = re.compile(r"\s*(?::\s*)?\d+%\|.*$|:\s*\d+/\d+.*$")
@@ -75,6 +80,11 @@ class LadderTracker:
         m = _BS.search(message)
         if m:
             self.bs = int(m.group(1) or m.group(2))
+        elif not fractions:
+            listed = _BS_LIST.search(message)
+            if listed:  # nothing captured yet in this phase: the first shape is the largest
+                sizes = [int(x) for x in listed.group(1).split(",")]
+                self.bs, self.captured, self.total = max(sizes), 0, len(sizes)
         return True
 
     @property

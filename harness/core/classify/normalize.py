@@ -55,8 +55,9 @@ _PREFIX = re.compile(
     )
 )
 _GLOG_LEVEL = {"E": "ERROR", "W": "WARNING", "I": "INFO", "F": "CRITICAL"}
-# The rank part of a Ray/vLLM actor name: "Worker_PP0_TP1_EP1" -> "PP0_TP1_EP1".
-_NAME_RANK = re.compile(r"_((?:[A-Z]{2}\d+)(?:_[A-Z]{2}\d+)*)$")
+# The rank part of a Ray/vLLM actor name: "Worker_PP0_TP1_EP1" -> "PP0_TP1_EP1". vLLM 0.32.0
+# (v1/executor/multiproc_executor.py:1088) names Worker_DP<r>_PP<r>_PCP<r>_TP<r>_DCP<r>_EP<r>.
+_NAME_RANK = re.compile(r"_((?:[A-Z]{2,3}\d+)(?:_[A-Z]{2,3}\d+)*)$")
 # A rank named inside the message: "[Rank 4]", "[PG ID 0 PG GUID 0(default_pg) Rank 2]".
 _MESSAGE_RANK = re.compile(r"\[(?:PG [^\]]*?)?(Rank \d+)\]")
 

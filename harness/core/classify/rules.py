@@ -54,7 +54,10 @@ RULES: tuple[Rule, ...] = (
           r"(?i)operation not permitted when stream is capturing|StreamCaptureUnsupported"
           r"|StreamCaptureImplicit|depend on a capturing blocking stream"
           r"|(?:not (?:allowed|permitted|supported)|cannot be called) (?:during|while) "
-          r"(?:(?:cuda |hip )?graph|stream) captur"),
+          r"(?:(?:cuda |hip )?graph|stream) captur"
+          # ROCm names the code only: hipErrorStreamCaptureUnsupported = 900 (seed 000, ATOM on
+          # HIP 7.2: "Hip error: '…'(900) at hipblaslt.cpp:147")
+          r"|(?i:\bhip(?:blaslt)? error\b)[^\n]*?(?:\(900\)|\b900\b)"),
     _rule("oom", Outcome.OOM, ROOT,
           r"(?i)out of memory|OutOfMemoryError|ErrorMemoryAllocation"
           r"|No available memory for the cache blocks|not enough memory|insufficient memory"),
@@ -71,7 +74,10 @@ RULES: tuple[Rule, ...] = (
           r"|NCCL communicator was aborted|Process group watchdog thread terminated|DistBackendError"),
     _rule("comm-timeout", Outcome.COMM_TIMEOUT, SPECIFIC,
           r"RPC call to \S+ timed out|[Tt]imed out waiting for|DistStoreError|Socket Timeout"
-          r"|[Cc]onnect(?:ion)? timed out|did not respond within"),
+          r"|[Cc]onnect(?:ion)? timed out|did not respond within"
+          # DeepEP (used by vLLM's deepep_high_throughput/low_latency and sglang's deepep a2a):
+          # "RuntimeError: DeepEP error: CPU recv timeout" (seed 004, csrc/deep_ep.cpp)
+          r"|DeepEP error: (?:CPU|GPU) (?:recv|send) timeout|DeepEP .*timeout"),
     # A bare TimeoutError (vLLM's shm_broadcast dequeue, torch.distributed stores, asyncio).
     _rule("timeout-exception", Outcome.COMM_TIMEOUT, SPECIFIC,
           r"^(?:[A-Za-z_]\w*\.)*TimeoutError\b(?::|$)", python_level=True),
@@ -98,7 +104,12 @@ RULES: tuple[Rule, ...] = (
           r"|EngineCore encountered|See (?:the )?(?:root cause|stack trace)"
           r"|initialization failed due to an exception|died unexpectedly|Worker proc \S+ died"
           r"|Received sigquit|Connection (?:closed|reset) by peer|SIGABRT|Fatal Python error: Aborted"
-          r"|Aborted \(core dumped\)"),
+          r"|Aborted \(core dumped\)"
+          # vLLM 0.32.0 v1/executor/multiproc_executor.py:445 (the API process repeats the cause)
+          r"|please check the stack trace above for the root cause"
+          # ATOM @ ffdf3bb engine_core_mgr.py:286,337 (seed 000: "proc died / Received unexpected
+          # SHUTDOWN signal from DP rank N during initialization")
+          r"|Received unexpected SHUTDOWN signal|Some processes failed to start"),
     _rule("fatal-python", Outcome.OTHER, GENERIC, r"^Fatal Python error"),
     Rule("python-exception", Outcome.OTHER, GENERIC, EXCEPTION_LINE, python_level=True),
 )
@@ -113,8 +124,11 @@ BOILERPLATE = re.compile(
     r"|Ignore import error|Failed to import|Failed to load legacy|(?:\S+:\d+: )?[A-Z]\w*Warning:"
 )
 
+# vLLM ≤ 0.1x "Starting vLLM API server", 0.32.0 "Starting vLLM server on" (launchers/api_server/
+# entry.py:140); sglang http_server.py _wait_and_warmup; ATOM @ ffdf3bb api_server.py:1163; uvicorn.
 READY = re.compile(
-    r"Application startup complete|Starting vLLM API server|The server is fired up and ready to roll"
+    r"Application startup complete|Starting vLLM API server|Starting vLLM server on "
+    r"|The server is fired up and ready to roll"
     r"|Uvicorn running on|Server started successfully and ready to accept requests"
 )
 
