@@ -1,7 +1,7 @@
 """Compose conf/ + matrices/NAME.yaml + command-line overrides with Hydra, then validate."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -122,6 +122,29 @@ def parse_settings(cfg: dict[str, Any], file: str) -> Settings:
                     progress=None if progress == "auto" else progress)
 
 
+def _local(value: str | None, base: Path) -> str | None:
+    """A path written relative to the matrix file ("./x", "../x", "~/x") made absolute; other
+    values (a hub model id "org/name", a program on PATH "python3") are left as they are."""
+    if value is None:
+        return None
+    if value.startswith("~"):
+        return str(Path(value).expanduser())
+    if value.startswith(("./", "../")):
+        return str((base / value).resolve())
+    return value
+
+
+def resolve_paths(matrix: Matrix) -> Matrix:
+    """Interpreter and local model paths are relative to the matrix file, not to the working
+    directory (the server runs in a worktree or overlay, where a relative path means nothing)."""
+    base = Path(matrix.file).parent
+    t = matrix.target
+    target = replace(t, python=_local(t.python, base), model=_local(t.model, base))
+    axes = tuple(replace(a, levels=tuple(replace(lv, model=_local(lv.model, base)) for lv in a.levels))
+                 for a in matrix.axes)
+    return replace(matrix, target=target, axes=axes)
+
+
 def load(argv: Sequence[str], cwd: Path | None = None) -> tuple[Matrix, Settings]:
     """From `matrix=NAME k=v ...` to a validated Matrix and Settings (ConfigError on bad input)."""
     name, overrides = split_overrides(argv)
@@ -133,6 +156,7 @@ def load(argv: Sequence[str], cwd: Path | None = None) -> tuple[Matrix, Settings
     settings = parse_settings(cfg, str(file))
     matrix_data = {k: v for k, v in cfg.items() if k not in SETTINGS_KEYS}
     matrix = parse_matrix(matrix_data, name=file.stem, file=str(file), engines=engine_names())
+    matrix = resolve_paths(matrix)
     if matrix.target.engine == "command" and not matrix.target.command:
         raise ConfigError("the command engine needs target.command (an argv list)", file=str(file),
                           key="target.command")

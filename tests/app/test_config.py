@@ -46,3 +46,13 @@ def test_command_engine_needs_a_command(project):
     with pytest.raises(ConfigError) as exc:
         load(["matrix=m"], cwd=project)
     assert exc.value.key == "target.command"
+
+
+def test_local_paths_are_relative_to_the_matrix_file(project, tmp_path):
+    write_matrix(project, "m", {"target": fixture_target("ready", python="../venv/bin/python", model="./tiny"),
+                                "axes": {"m": {"hub": {"model": "org/name"}, "home": {"model": "~/models/x"}}}})
+    matrix, _ = load(["matrix=m"], cwd=tmp_path)
+    assert matrix.target.python == str(project / "venv" / "bin" / "python")
+    assert matrix.target.model == str(project / "matrices" / "tiny")
+    hub, home = matrix.axes[0].levels
+    assert hub.model == "org/name" and home.model.startswith("/") and home.model.endswith("/models/x")
