@@ -20,7 +20,7 @@ from harness.adapters.files import atomic_write
 from harness.adapters.server import LaunchSpec, ReadyProbe, Server, ServerRun
 from harness.adapters.source.armtree import ArmTree, TreeSpec, patch_specs, prepare_tree
 from harness.adapters.source.build import BuildFailed
-from harness.adapters.source.caches import jit_cache_env
+from harness.adapters.source.caches import jit_cache_env, trial_tmpdir
 from harness.adapters.source.importcheck import check_imports
 from harness.adapters.store import LOG, Store
 from harness.core.arms import Arm
@@ -198,7 +198,11 @@ def _launch(spec: TrialSpec, store: Store, trial_dir: Path, engine, base: TrialR
     worktree = tree.prepared.path if tree else None
     port = t.port or free_port(t.host)
     check_port(t.host, port)
-    env, set_env = _environment(spec, tree, _cache_env(engine, _cache_dir(spec, store, trial_dir)))
+    cache_dir = _cache_dir(spec, store, trial_dir)
+    isolation = _cache_env(engine, cache_dir)
+    if cache_dir is not None:   # per trial either way: engines put sockets and scratch files there
+        isolation["TMPDIR"] = str(trial_tmpdir(store.root, trial_dir))
+    env, set_env = _environment(spec, tree, isolation)
     python = t.python or sys.executable
     ctx = LaunchContext(python=python, host=t.host, port=port, model=arm.model, tp=arm.tp, dp=arm.dp, ep=arm.ep,
                         args=arm.args, command=t.command, worktree=worktree)

@@ -33,7 +33,8 @@ def _run(project: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "harness.cli.main", *args, "tracking.enabled=false"], cwd=project,
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(REPO),
-                               "HARNESS_PATCH_CACHE": str(project / "patch-cache"), **env})
+                               "HARNESS_PATCH_CACHE": str(project / "patch-cache"),
+                               "TMPDIR": str(project), **env})   # a campaign link, if one is made, goes here
 
 
 def _results(project: Path, matrix: str) -> dict[str, list[dict]]:
@@ -202,3 +203,11 @@ def test_cache_policy_is_part_of_the_arm_and_settable_on_the_command_line(projec
     assert proc.returncode == proc2.returncode == 0, proc.stderr
     ids = [line.split("id ")[1] for p in (proc, proc2) for line in p.stdout.splitlines() if " id " in line]
     assert len(set(ids)) == 2
+
+
+def test_tmpdir_per_trial_unless_shared(project, engine):
+    write_matrix(project, "t", {"target": engine, "repeats": 2})
+    assert _run(project, "run", "matrix=t").returncode == 0
+    (r1, r2), = _results(project, "t").values()
+    arm = project / "runs" / "t" / r1["arm_id"]
+    assert [Path(r["env"]["TMPDIR"]).resolve() for r in (r1, r2)] == [arm / "1" / "tmp", arm / "2" / "tmp"]

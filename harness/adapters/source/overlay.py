@@ -144,21 +144,28 @@ def _build(
 
 def _copy(src: Path, dst: Path) -> None:
     """Copy the package; compiled libraries become absolute symlinks to the installed ones."""
+    root = src.resolve()
     for dirpath, dirnames, filenames in os.walk(src):
-        dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS]
         here = Path(dirpath)
         target = dst / here.relative_to(src)
         target.mkdir(parents=True, exist_ok=True)
-        for d in dirnames:  # a symlinked folder is not walked into: keep it a link
-            if (here / d).is_symlink():
-                os.symlink(os.readlink(here / d), target / d)
-        dirnames[:] = [d for d in dirnames if not (here / d).is_symlink()]
-        for f in filenames:
-            s = here / f
-            if is_compiled(f) and not s.is_symlink():
-                os.symlink(s.resolve(), target / f)
+        links = [d for d in dirnames if (here / d).is_symlink()]
+        dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS and d not in links]
+        for name in [*links, *filenames]:
+            s = here / name
+            if s.is_symlink():
+                _link_like(s, target / name, root)
+            elif is_compiled(name):
+                os.symlink(s.resolve(), target / name)
             else:
-                shutil.copy2(s, target / f, follow_symlinks=False)
+                shutil.copy2(s, target / name)
+
+
+def _link_like(link: Path, dst: Path, root: Path) -> None:
+    """A symlink of the package: kept as written if it stays inside the package (it works in the
+    copy too), else pointed at its absolute target (a relative one would dangle from the cache)."""
+    resolved = link.resolve()
+    os.symlink(os.readlink(link) if resolved.is_relative_to(root) else resolved, dst)
 
 
 def _remove(root: Path, key: str) -> None:

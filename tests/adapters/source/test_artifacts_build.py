@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -85,3 +87,45 @@ def test_a_failing_or_hanging_build_is_build_failed_and_leaves_nothing(tmp_path)
     left = [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])
             and "sleep" in " ".join(p.info["cmdline"] or [])]
     assert not left, "the build outlived its timeout"
+
+
+def test_trial_tmpdir_is_short_enough_for_sockets_and_lands_in_the_trial(tmp_path):
+    import socket
+    from harness.adapters.source.caches import SOCKET_DIR_MAX, trial_tmpdir
+    campaign = tmp_path / ("very-long-runs-folder-" * 4) / "matrix"
+    trial = campaign / "0123456789ab" / "1"
+    tmp = trial_tmpdir(campaign, trial)
+    assert len(str(tmp)) <= SOCKET_DIR_MAX and tmp.resolve() == (trial / "tmp").resolve()
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(tmp / "0b5e6f3c-5b2a-4c1e-9f7e-0123456789ab"))   # what vLLM does
+    assert (trial / "tmp" / "0b5e6f3c-5b2a-4c1e-9f7e-0123456789ab").exists()
+    link = tmp.parents[2]
+    assert trial_tmpdir(campaign, campaign / "0123456789ab" / "2").parents[2] == link
+    short = Path(tempfile.mkdtemp(prefix="h"))     # a path short enough is used as it is
+    try:
+        assert trial_tmpdir(short, short / "a" / "1") == (short / "a" / "1" / "tmp").resolve()
+    finally:
+        shutil.rmtree(short)
+    link.unlink()   # the campaign's link, made again when gone
+    assert trial_tmpdir(campaign, trial) == tmp
+    link.unlink()
+
+
+def test_a_worktree_build_rewrites_copies_never_the_checkout(checkout, tmp_path):
+    from harness.adapters.source.armtree import TreeSpec, prepare_tree
+    from harness.core.matrix import Source
+    top, sha = resolve_repo(checkout, "HEAD")
+    build = ["{python}", "-c", "import pathlib; p = pathlib.Path('eng/_C.abi3.so'); "
+             "assert not p.is_symlink(); p.write_text('rebuilt'); print('in {worktree}')"]
+    spec = TreeSpec(source=Source(str(checkout)), top=top, base=sha, patches=(), runs_dir=tmp_path / "runs",
+                    build=tuple(build), python=sys.executable, build_env=dict(os.environ), build_timeout_s=60)
+    first = prepare_tree(spec)
+    tree = first.prepared.path
+    assert "eng/_C.abi3.so" in first.artifacts and not first.build.reused
+    assert (tree / "eng" / "_C.abi3.so").read_text() == "rebuilt" and first.build.log.read_text() == f"in {tree}\n"
+    assert (checkout / "eng" / "_C.abi3.so").read_text() == "built eng/_C.abi3.so\n"
+    again = prepare_tree(spec)
+    assert again.artifacts == () and again.build.reused and (tree / "eng" / "_C.abi3.so").read_text() == "rebuilt"
+    linked = prepare_tree(TreeSpec(source=Source(str(checkout)), top=top, base=sha, patches=(),
+                                   runs_dir=tmp_path / "runs2"))
+    assert linked.build is None and (linked.prepared.path / "eng" / "_C.abi3.so").is_symlink()

@@ -66,3 +66,15 @@ def test_find_package_asks_the_engines_interpreter(site):
         find_package(sys.executable, "single", env)
     with pytest.raises(ConfigError, match="cannot ask"):
         find_package(str(site / "no-python"), "fakeng", env)
+
+
+def test_symlinks_of_the_package_stay_valid_in_the_copy(site, tmp_path):
+    pkg = site / "fakeng"
+    (site / "shared").mkdir()
+    (site / "shared" / "data.json").write_text("{}")
+    os.symlink("../shared", pkg / "outside")       # relative, out of the package: would dangle if copied as is
+    os.symlink("core.py", pkg / "alias.py")         # relative, inside: works as written
+    prep = prepare_overlay(pkg, "fakeng", fingerprint(pkg), [], tmp_path / "ov")
+    copy = prep.path / "fakeng"
+    assert (copy / "outside" / "data.json").read_text() == "{}" and os.path.isabs(os.readlink(copy / "outside"))
+    assert os.readlink(copy / "alias.py") == "core.py" and (copy / "alias.py").read_text() == CORE
