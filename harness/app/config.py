@@ -1,6 +1,7 @@
 """Compose conf/ + matrices/NAME.yaml + command-line overrides with Hydra, then validate."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -130,7 +131,8 @@ def _local(value: str | None, base: Path) -> str | None:
     if value.startswith("~"):
         return str(Path(value).expanduser())
     if value.startswith(("./", "../")):
-        return str((base / value).resolve())
+        # abspath, not resolve(): a venv's bin/python is a symlink that must stay a venv's python.
+        return os.path.abspath(base / value)
     return value
 
 

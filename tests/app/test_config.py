@@ -56,3 +56,12 @@ def test_local_paths_are_relative_to_the_matrix_file(project, tmp_path):
     assert matrix.target.model == str(project / "matrices" / "tiny")
     hub, home = matrix.axes[0].levels
     assert hub.model == "org/name" and home.model.startswith("/") and home.model.endswith("/models/x")
+
+
+def test_a_venv_python_symlink_is_not_followed(project):
+    venv_bin = project / "venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "python").symlink_to("/usr/bin/env")
+    write_matrix(project, "m", {"target": fixture_target("ready", python="../venv/bin/python")})
+    matrix, _ = load(["matrix=m"], cwd=project)
+    assert matrix.target.python == str(venv_bin / "python")
