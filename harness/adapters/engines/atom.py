@@ -15,11 +15,9 @@ from typing import Mapping
 
 from harness.adapters.engines import probes
 from harness.adapters.engines.base import LaunchContext, ReadyHook, register
-from harness.adapters.engines.flags import Spelling, assemble, check_args, int_value, setting_key
-from harness.core.arms import expand
+from harness.adapters.engines.flags import Spelling, assemble, check_args, check_ep_switch, int_value
 from harness.core.classify import Dialect
 from harness.core.matrix import Matrix, ReadyCheck
-from harness.errors import ConfigError
 
 SPELLING = Spelling(
     "atom",
@@ -72,13 +70,7 @@ class AtomEngine:
 
     def check(self, matrix: Matrix) -> None:
         check_args(SPELLING, matrix)
-        for arm in expand(matrix):
-            if arm.ep > 1 and arm.ep != arm.tp * arm.dp:
-                raise ConfigError(
-                    f"arm {arm.label} ({arm.title}): ATOM's expert parallelism is the switch "
-                    f"--enable-expert-parallel over tp × dp = {arm.tp * arm.dp} GPUs; set ep to "
-                    f"{arm.tp * arm.dp} (on) or 1 (off), not {arm.ep}",
-                    file=matrix.file, key=setting_key(matrix, arm, ("ep",)))
+        check_ep_switch(matrix, "ATOM")
 
     def dialect(self) -> Dialect:
         # Nothing beyond the classifier's generic rules: "[atom 12:34:56] " headers, the ladder

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Mapping, Sequence
 
 from harness.core.argv import merge_args
-from harness.core.arms import Arm
+from harness.core.arms import Arm, expand
 from harness.core.matrix import Matrix
 from harness.errors import ConfigError
 
@@ -159,3 +159,15 @@ def _is_number(tok: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def check_ep_switch(matrix: Matrix, engine: str) -> None:
+    """For engines whose expert parallelism is the switch --enable-expert-parallel over tp × dp
+    GPUs (vLLM, ATOM): ep must be 1 (off) or tp × dp (on)."""
+    for arm in expand(matrix):
+        if arm.ep > 1 and arm.ep != arm.tp * arm.dp:
+            raise ConfigError(
+                f"arm {arm.label} ({arm.title}): {engine}'s expert parallelism is the switch "
+                f"--enable-expert-parallel over tp × dp = {arm.tp * arm.dp} GPUs; set ep to "
+                f"{arm.tp * arm.dp} (on) or 1 (off), not {arm.ep}",
+                file=matrix.file, key=setting_key(matrix, arm, ("ep",)))

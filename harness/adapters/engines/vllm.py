@@ -14,9 +14,8 @@ from typing import Mapping
 from harness.adapters.engines import probes
 from harness.adapters.engines.base import LaunchContext, ReadyHook, register
 from harness.adapters.engines.flags import (
-    Spelling, assemble, check_args, int_value, setting_key,
+    Spelling, assemble, check_args, check_ep_switch, int_value,
 )
-from harness.core.arms import expand
 from harness.core.classify import Dialect
 from harness.core.matrix import Matrix, ReadyCheck
 from harness.errors import ConfigError
@@ -80,13 +79,7 @@ class VllmEngine:
         if not matrix.target.model and not any(lv.model for a in matrix.axes for lv in a.levels):
             raise ConfigError("vllm needs a model (a Hugging Face id or a local path)", file=matrix.file,
                               key="target.model")
-        for arm in expand(matrix):
-            if arm.ep > 1 and arm.ep != arm.tp * arm.dp:
-                raise ConfigError(
-                    f"arm {arm.label} ({arm.title}): vLLM's expert parallelism is the switch "
-                    f"--enable-expert-parallel over tp × dp = {arm.tp * arm.dp} GPUs; set ep to "
-                    f"{arm.tp * arm.dp} (on) or 1 (off), not {arm.ep}",
-                    file=matrix.file, key=setting_key(matrix, arm, ("ep",)))
+        check_ep_switch(matrix, "vLLM")
 
     def dialect(self) -> Dialect:
         # Nothing beyond the classifier's generic rules, which already read vLLM's prefixes
