@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import harness
 from tests.app.conftest import REPO, fixture_target, run_cli, write_matrix

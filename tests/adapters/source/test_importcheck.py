@@ -1,11 +1,8 @@
 """The runtime import check against a real interpreter."""
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import sys
-from pathlib import Path
 
 import pytest
 
