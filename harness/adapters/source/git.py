@@ -18,9 +18,9 @@ from typing import Any, Mapping, Sequence
 
 from harness.adapters.source.gitcmd import git, stderr_of, stdout_of
 from harness.adapters.source.lock import locked
-from harness.adapters.source.patches import PatchSpec, check_patches, patch_set_hash, patch_text, rev_commit, text_sha256
+from harness.adapters.source.patches import PatchSpec, check_patches, patch_set_hash, patch_text, rev_commit
 from harness.adapters.source.trees import touched_hashes
-from harness.adapters.source.treecache import MARKER_VERSION, commit, read_marker, verify, write_diffs, write_marker
+from harness.adapters.source.treecache import MARKER_VERSION, cached_tree, commit
 from harness.core.record import PatchRecord, SourceRecord
 from harness.errors import ConfigError, PatchFailed, SourceError
 
@@ -80,30 +80,11 @@ def prepare(
     trial may be running in it). Safe against concurrent preparation of the same key."""
     texts = [patch_text(repo_top, p) for p in patches]
     key = f"{base_sha[:12]}-{patch_set_hash(base_sha, texts)}"
-    root = Path(cache_dir).expanduser().resolve()
-    root.mkdir(parents=True, exist_ok=True)
-    path, marker_path = root / key, root / f"{key}.done.json"
-    shas = [text_sha256(t) for t in texts]
-    with locked(root / f"{key}.lock", lock_timeout_s):
-        marker = read_marker(marker_path)
-        reused = marker is not None and path.is_dir()
-        if reused:
-            verify(path, marker, shas)
-            diffs = write_diffs(root / f"{key}.patches", patches, texts)
-        else:
-            _discard(repo_top, path, git_timeout_s)
-            try:
-                diffs = write_diffs(root / f"{key}.patches", patches, texts)
-                marker = _build(repo_top, path, base_sha, patches, diffs, shas, git_timeout_s)
-                write_marker(marker_path, marker)
-            except BaseException as e:  # PatchFailed, SourceError, KeyboardInterrupt alike
-                try:
-                    _discard(repo_top, path, git_timeout_s)
-                except SourceError as cleanup:
-                    if hasattr(e, "add_note"):  # Python >= 3.11
-                        e.add_note(f"and removing the half-prepared worktree failed: {cleanup}")
-                raise
-    assert marker is not None
+    tree = cached_tree(cache_dir, key, patches, texts, lock_timeout_s=lock_timeout_s,
+                       build=lambda path, diffs, shas: _build(repo_top, path, base_sha, patches, diffs, shas,
+                                                              git_timeout_s),
+                       discard=lambda path: _discard(repo_top, path, git_timeout_s))
+    path, marker, reused, diffs, shas = tree.path, tree.marker, tree.reused, tree.diffs, tree.shas
     record = SourceRecord(
         repo=str(repo_top), ref=ref, base_sha=base_sha, worktree=str(path),
         patches=tuple(PatchRecord(p.name, s) for p, s in zip(patches, shas, strict=True)),

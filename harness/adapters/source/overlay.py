@@ -21,10 +21,9 @@ from typing import Any, Sequence
 from harness.adapters.source.diffs import for_package
 from harness.adapters.source.git import PreparedSource
 from harness.adapters.source.gitcmd import git, stderr_of
-from harness.adapters.source.lock import locked
-from harness.adapters.source.patches import ENCODING, ERRORS, PatchSpec, patch_set_hash, patch_text, text_sha256
+from harness.adapters.source.patches import ENCODING, ERRORS, PatchSpec, patch_set_hash, patch_text
 from harness.adapters.source.trees import touched_hashes
-from harness.adapters.source.treecache import MARKER_VERSION, commit, read_marker, verify, write_diffs, write_marker
+from harness.adapters.source.treecache import MARKER_VERSION, cached_tree, commit
 from harness.core.record import PatchRecord, SourceRecord
 from harness.errors import PatchFailed, SourceError
 
@@ -83,25 +82,11 @@ def prepare_overlay(
     texts = [patch_text(package_dir, p) for p in patches]
     key = f"{base_fingerprint[:12]}-{patch_set_hash(base_fingerprint + name, texts)}"
     root = Path(cache_dir).expanduser().resolve()
-    root.mkdir(parents=True, exist_ok=True)
-    path, marker_path = root / key, root / f"{key}.done.json"
-    shas = [text_sha256(t) for t in texts]
-    with locked(root / f"{key}.lock", lock_timeout_s):
-        marker = read_marker(marker_path)
-        reused = marker is not None and path.is_dir()
-        if reused:
-            verify(path, marker, shas)
-            diffs = write_diffs(root / f"{key}.patches", patches, texts)
-        else:
-            _remove(root, key)
-            try:
-                diffs = write_diffs(root / f"{key}.patches", patches, texts)
-                marker = _build(package_dir, name, path, patches, texts, diffs, shas, repo_dir, git_timeout_s)
-                write_marker(marker_path, marker)
-            except BaseException:
-                _remove(root, key)
-                raise
-    assert marker is not None
+    tree = cached_tree(cache_dir, key, patches, texts, lock_timeout_s=lock_timeout_s,
+                       build=lambda path, diffs, shas: _build(package_dir, name, path, patches, texts, diffs,
+                                                              shas, repo_dir, git_timeout_s),
+                       discard=lambda path: _remove(root, key))
+    path, marker, reused, diffs, shas = tree.path, tree.marker, tree.reused, tree.diffs, tree.shas
     version = version_of(package_dir, name)
     record = SourceRecord(
         repo=str(package_dir), ref=f"{name} {version}" if version else name, base_sha=base_fingerprint,

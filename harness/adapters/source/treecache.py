@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from harness.adapters.files import atomic_write
 from harness.adapters.source.gitcmd import git, stdout_of
-from harness.adapters.source.patches import ENCODING, ERRORS, PatchSpec
+from harness.adapters.source.lock import locked
+from harness.adapters.source.patches import ENCODING, ERRORS, PatchSpec, text_sha256
 from harness.errors import SourceError
 
 MARKER_VERSION = 1
@@ -75,3 +77,46 @@ def verify(path: Path, marker: dict[str, Any], shas: Sequence[str]) -> None:
     dirty = stdout_of(git(path, ["status", "--porcelain", "--untracked-files=no"])).strip()
     if dirty:
         raise SourceError(f"cached tree {path} has changed tracked files; remove it to rebuild:\n{dirty}")
+
+
+@dataclass(frozen=True)
+class CachedTree:
+    """A complete tree in the cache: where it is, its marker, whether it was reused, its diffs."""
+
+    path: Path
+    marker: dict[str, Any]
+    reused: bool
+    diffs: list[Path]
+    shas: list[str]
+
+
+def cached_tree(cache_dir: Path, key: str, patches: Sequence[PatchSpec], texts: Sequence[str], *,
+                build: Callable[[Path, list[Path], list[str]], dict[str, Any]], discard: Callable[[Path], None],
+                lock_timeout_s: float) -> CachedTree:
+    """The tree cache_dir/<key>, reused when its marker says it is complete (and verify agrees),
+    else built: discard leftovers, write the diffs, build(path, diffs, patch sha256s) → marker, write the marker
+    last. A failed build is discarded and its error re-raised, so nothing half-made stays cached.
+    Under a lock, so two processes preparing the same key get one tree."""
+    root = Path(cache_dir).expanduser().resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    path, marker_path = root / key, root / f"{key}.done.json"
+    shas = [text_sha256(t) for t in texts]
+    with locked(root / f"{key}.lock", lock_timeout_s):
+        marker = read_marker(marker_path)
+        reused = marker is not None and path.is_dir()
+        if marker is not None and reused:
+            verify(path, marker, shas)
+            return CachedTree(path, marker, True, write_diffs(root / f"{key}.patches", patches, texts), shas)
+        discard(path)
+        try:
+            diffs = write_diffs(root / f"{key}.patches", patches, texts)
+            marker = build(path, diffs, shas)
+            write_marker(marker_path, marker)
+        except BaseException as e:  # PatchFailed, SourceError, KeyboardInterrupt alike: clean up, re-raise
+            try:
+                discard(path)
+            except SourceError as cleanup:
+                if hasattr(e, "add_note"):  # Python >= 3.11
+                    e.add_note(f"and removing the half-prepared tree failed: {cleanup}")
+            raise
+    return CachedTree(path, marker, False, diffs, shas)
