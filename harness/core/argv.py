@@ -27,7 +27,7 @@ def _groups(tokens: Sequence[str]) -> list[tuple[str | None, list[str]]]:
     """Split tokens into (flag, [flag and its values]) groups; leading positionals get flag None."""
     groups: list[tuple[str | None, list[str]]] = []
     for tok in tokens:
-        if tok.startswith("--") or (tok.startswith("-") and len(tok) > 1 and not _is_number(tok)):
+        if is_flag(tok):
             name = tok.split("=", 1)[0]
             groups.append((_canonical(name), [tok]))
         elif groups:
@@ -43,6 +43,11 @@ def _is_number(tok: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def is_flag(tok: str) -> bool:
+    """Whether an argv token is a flag ("--x", "-x", "--x=v"), not a value such as "-1"."""
+    return tok.startswith("--") or (tok.startswith("-") and len(tok) > 1 and not _is_number(tok))
 
 
 def _canonical(flag: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping, Sequence
 
-from harness.core.argv import merge_args
+from harness.core.argv import is_flag, merge_args
 from harness.core.arms import Arm, expand
 from harness.core.matrix import Matrix
 from harness.errors import ConfigError
@@ -48,7 +48,7 @@ def norm(flag: str) -> str:
 def flags_in(tokens: Sequence[str]) -> Iterator[str]:
     """The flag tokens of an argv fragment (not values such as '-1')."""
     for tok in tokens:
-        if tok.startswith("-") and len(tok) > 1 and not _is_number(tok):
+        if is_flag(tok):
             yield tok.split("=", 1)[0]
 
 
@@ -97,7 +97,7 @@ def assemble(head: Sequence[str], base: Sequence[str], args: Sequence[str],
         spelled = next((given[norm(s)] for s in group if norm(s) in given), None)
         if spelled is not None:
             rename.update({norm(s): spelled for s in group})
-    renamed = [rename.get(norm(tok), tok) if tok.startswith("-") and not _is_number(tok) else tok
+    renamed = [rename.get(norm(tok), tok) if is_flag(tok) else tok
                for tok in base]
     return [*head, *merge_args(renamed, args)]
 
@@ -151,14 +151,6 @@ def _arg_sources(matrix: Matrix) -> Iterator[tuple[str, tuple[str, ...]]]:
     for axis in matrix.axes:
         for level in axis.levels:
             yield f"axes.{axis.name}.{level.name}.args", level.args
-
-
-def _is_number(tok: str) -> bool:
-    try:
-        float(tok)
-    except ValueError:
-        return False
-    return True
 
 
 def check_ep_switch(matrix: Matrix, engine: str) -> None:
