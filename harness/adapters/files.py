@@ -16,6 +16,6 @@ def atomic_write(path: Path, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException:  # no stray temp file, whatever failed; re-raised
         Path(tmp).unlink(missing_ok=True)
         raise

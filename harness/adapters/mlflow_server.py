@@ -111,7 +111,7 @@ class MlflowServer:
                                          env=self.env, start_new_session=True)
         try:
             self._wait_ready()
-        except BaseException:
+        except BaseException:  # whatever stopped the start (Ctrl-C too): stop the server, re-raise
             self.stop()
             raise
 

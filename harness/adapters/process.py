@@ -59,7 +59,7 @@ class ProcessTree:
                 [sys.executable, "-I", "-S", str(REAPER), str(os.getpid()), str(report_w)],
                 env={}, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(report_w,), bufsize=0)
-        except BaseException:
+        except BaseException:  # the pipe end must not leak, whatever Popen raised; re-raised
             os.close(report_r)
             raise
         finally:

@@ -45,7 +45,7 @@ OWN = load_labels(OWN_LOGS)
 ALL = REAL + OWN
 
 
-def _as_labels(c: Classification) -> dict:
+def as_labels(c: Classification) -> dict:
     return {
         "outcome": c.outcome.value if c.outcome else None,
         "first_error_line": c.first_error_line,
@@ -56,7 +56,7 @@ def _as_labels(c: Classification) -> dict:
 
 
 def _check(label: dict, c: Classification) -> None:
-    got = _as_labels(c)
+    got = as_labels(c)
     want = {k: label[k] for k in LABELLED_FIELDS}
     assert got == want, label.get("notes")
 

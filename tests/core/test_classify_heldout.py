@@ -2,55 +2,28 @@
 developed on, labelled before the classifier was run on them; plus the general rules they led to."""
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 
-from harness.core.classify import Classification, LogClassifier, classify_text
+from harness.core.classify import LogClassifier, classify_text
 from harness.core.classify.normalize import clean, strip_prefixes
 from harness.core.classify.rules import match
 from harness.core.outcome import Outcome
+from tests.core.test_classify_fixtures import as_labels, find_real_logs, load_labels, read_log
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 HELDOUT = DATA / "heldout"
 FIELDS = ("outcome", "first_error_line", "failing_bs", "failing_rank", "shapes_captured")
 
 
-def _labels(folder: Path) -> list[dict]:
-    path = folder / "labels.jsonl"
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def _read(path: Path) -> str:
-    return path.read_bytes().decode("utf-8", errors="replace")
-
-
 def _dev_label_folders() -> list[Path]:
-    folders = [DATA / "logs"]
-    for parent in Path(__file__).resolve().parents:
-        candidate = parent / "shared" / "fixtures" / "real-logs"
-        if candidate.is_dir():
-            folders.append(candidate)
-            break
-    return folders
+    return [f for f in (DATA / "logs", find_real_logs()) if f is not None]
 
 
-LABELS = _labels(HELDOUT)
+LABELS = load_labels(HELDOUT)
 IDS = [row["file"] for row in LABELS]
-
-
-def _as_labels(c: Classification) -> dict:
-    return {
-        "outcome": c.outcome.value if c.outcome else None,
-        "first_error_line": c.first_error_line,
-        "failing_bs": c.failing_bs,
-        "failing_rank": c.failing_rank,
-        "shapes_captured": c.shapes_captured,
-    }
 
 
 def test_heldout_logs_are_present_and_labelled() -> None:
@@ -60,25 +33,25 @@ def test_heldout_logs_are_present_and_labelled() -> None:
     for row in LABELS:
         assert "https://github.com/" in row["source"]
         assert row["notes"]
-        assert len(_read(HELDOUT / row["file"]).split("\n")) <= 81  # <= 80 lines plus the final newline
+        assert len(read_log(HELDOUT / row["file"]).split("\n")) <= 81  # <= 80 lines plus the final newline
 
 
 def test_heldout_sources_are_not_development_sources() -> None:
     ref = re.compile(r"[\w.-]+/[\w.-]+#\d+")
-    dev = {m for folder in _dev_label_folders() for row in _labels(folder) for m in ref.findall(row["source"])}
+    dev = {m for folder in _dev_label_folders() for row in load_labels(folder) for m in ref.findall(row["source"])}
     for row in LABELS:
         assert not set(ref.findall(row["source"])) & dev, row["file"]
 
 
 @pytest.mark.parametrize("label", LABELS, ids=IDS)
 def test_heldout_log_matches_its_label(label: dict) -> None:
-    got = _as_labels(classify_text(_read(HELDOUT / label["file"])))
+    got = as_labels(classify_text(read_log(HELDOUT / label["file"])))
     assert got == {k: label[k] for k in FIELDS}, label["notes"]
 
 
 @pytest.mark.parametrize("label", LABELS, ids=IDS)
 def test_heldout_labelled_line_is_verbatim_in_the_log(label: dict) -> None:
-    assert label["first_error_line"] in _read(HELDOUT / label["file"]).split("\n")
+    assert label["first_error_line"] in read_log(HELDOUT / label["file"]).split("\n")
 
 
 @pytest.mark.parametrize("label", LABELS, ids=IDS)
@@ -87,12 +60,12 @@ def test_heldout_streaming_bytes_gives_the_same_answer(label: dict) -> None:
     with open(HELDOUT / label["file"], "rb") as log:
         for raw in log:
             classifier.feed(raw.decode("utf-8", errors="replace").rstrip("\n"))
-    assert classifier.result() == classify_text(_read(HELDOUT / label["file"]))
+    assert classifier.result() == classify_text(read_log(HELDOUT / label["file"]))
 
 
 @pytest.mark.parametrize("label", LABELS, ids=IDS)
 def test_heldout_failures_have_signatures(label: dict) -> None:
-    c = classify_text(_read(HELDOUT / label["file"]))
+    c = classify_text(read_log(HELDOUT / label["file"]))
     if c.outcome is Outcome.READY:
         assert c.signature is None
     else:
