@@ -1,51 +1,114 @@
-"""Use case: the per-arm report of a campaign, from the store."""
+"""Use case: the report of a campaign, computed from the store and written beside it."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.adapters.report import markdown, terminal_table, to_csv
 from harness.adapters.store import Store
-from harness.core.arms import expand
-from harness.core.matrix import Matrix
+from harness.core.arms import baseline_of, expand, switch_axes
+from harness.core.drift import drift
+from harness.core.matrix import Goal, Matrix
+from harness.core.record import TrialResult
+from harness.core.reportdata import FixStatus, LegendEntry, ReportData
+from harness.core.sequential import clean_runs_needed, fix_stands
+from harness.core.stats import lower_bound, upper_bound
 from harness.core.summary import ArmSummary, summarize
+from harness.core.verdicts import ArmData, judge
+
+FORMATS = ("md", "html", "csv", "json")
 
 
 @dataclass(frozen=True)
 class Report:
-    """The summaries and where their renderings were written."""
+    """The report's data, its renderings, and where they were written."""
 
-    summaries: list[ArmSummary]
+    data: ReportData
     markdown: str
     csv: str
     files: tuple[Path, ...]
 
+    @property
+    def summaries(self) -> list[ArmSummary]:
+        return list(self.data.summaries)
 
-def build_report(matrix: Matrix, runs_dir: Path) -> Report:
-    """Summaries for the matrix's arms (in label order) plus any other arms found in its store;
-    writes report.md and report.csv beside the results."""
-    store = Store(runs_dir, matrix.name)
-    # The legend of the last run (arm ids include the base SHA it resolved); expand if none yet.
+
+def _legend(s: ArmSummary, results: list[TrialResult]) -> LegendEntry:
+    latest = max(results, key=lambda r: r.trial) if results else None
+    return LegendEntry(
+        label=s.label, arm_id=s.arm_id, title=", ".join(f"{k}={v}" for k, v in s.levels.items()) or "base",
+        patches=tuple((p.name, p.sha256) for p in latest.source.patches) if latest else (),
+        env=dict(latest.env) if latest else {}, argv=tuple(latest.argv) if latest else ())
+
+
+def _fix(matrix: Matrix, s: ArmSummary) -> FixStatus:
+    fails = s.n - s.ready
+    target = matrix.stats.max_fail_rate
+    return FixStatus(s.label, fails, s.n, upper_bound(fails, s.n), lower_bound(fails, s.n), target,
+                     fix_stands(fails, s.n, target, matrix.repeats), clean_runs_needed(target))
+
+
+def report_data(matrix: Matrix, store: Store) -> ReportData:
+    """Summaries, verdicts and drift for the matrix's arms (the legend of the last run, else the
+    matrix expanded) plus any older arms found in its store."""
+    expanded = expand(matrix)
     legend = store.read_arms() or [{"arm_id": a.arm_id, "label": a.label, "levels": dict(a.levels)}
-                                   for a in expand(matrix)]
+                                   for a in expanded]
     results = store.results()
     summaries = summarize(results, legend)
+    by_arm: dict[str, list[TrialResult]] = {}
+    for r in sorted(results, key=lambda r: r.trial):
+        by_arm.setdefault(r.arm_id, []).append(r)
+    current = summaries[: len(legend)]     # verdicts compare the arms of the last run, not older ones
+    base = baseline_of(matrix, expanded)
+    base_label = base.label if base is not None else (current[0].label if current else None)
+    base_id = next((s.arm_id for s in current if s.label == base_label), None)
+    comparisons = judge([ArmData(s.arm_id, s.label, by_arm.get(s.arm_id, [])) for s in current], base_id,
+                        matrix.stats)
     shas = sorted({r.source.base_sha for r in results if r.source.base_sha})
-    patches = sorted({f"{p.name} sha256:{p.sha256[:12]}" for r in results for p in r.source.patches})
-    notes = []
-    if matrix.description:
-        notes.append(f"\n{matrix.description}")
+    notes = [matrix.description] if matrix.description else []
     if shas:
-        notes.append(f"Base: {', '.join(s[:12] for s in shas)}" + (f"; patches: {', '.join(patches)}" if patches else ""))
+        notes.append(f"Base: {', '.join(s[:12] for s in shas)}")
     title = f"{matrix.name}: {matrix.target.engine}" + (f" {matrix.target.model}" if matrix.target.model else "")
-    md = markdown(summaries, title=title, notes=notes)
-    csv_text = to_csv(summaries)
-    files: tuple[Path, ...] = ()
+    return ReportData(
+        matrix=matrix.name, title=title, notes=tuple(notes), summaries=tuple(summaries),
+        comparisons=tuple(comparisons),
+        drift=drift([(s.arm_id, s.label, by_arm.get(s.arm_id, [])) for s in summaries]),
+        results=tuple(r for s in summaries for r in by_arm.get(s.arm_id, [])),
+        legend=tuple(_legend(s, by_arm.get(s.arm_id, [])) for s in summaries),
+        stats=matrix.stats, baseline=base_label,
+        fix=tuple(_fix(matrix, s) for s in current) if matrix.stats.goal is Goal.FIX else (),
+        binary_axes=switch_axes(matrix))
+
+
+def build_report(matrix: Matrix, runs_dir: Path, formats: tuple[str, ...] = ("md", "csv")) -> Report:
+    """The report; writes report.<fmt> beside the results for each format asked for."""
+    store = Store(runs_dir, matrix.name)
+    data = report_data(matrix, store)
+    md = markdown(data)
+    csv_text = to_csv(data)
+    files: list[Path] = []
     if store.root.is_dir():
-        (store.root / "report.md").write_text(md, encoding="utf-8")
-        (store.root / "report.csv").write_text(csv_text, encoding="utf-8")
-        files = (store.root / "report.md", store.root / "report.csv")
-    return Report(summaries, md, csv_text, files)
+        for fmt in formats:
+            path = store.root / f"report.{fmt}"
+            path.write_text(render(data, fmt, md, csv_text), encoding="utf-8")
+            files.append(path)
+    return Report(data, md, csv_text, tuple(files))
 
 
-__all__ = ["Report", "build_report", "terminal_table"]
+def render(data: ReportData, fmt: str, md: str | None = None, csv_text: str | None = None) -> str:
+    """One rendering of the report: md, html, csv or json."""
+    if fmt == "md":
+        return md if md is not None else markdown(data)
+    if fmt == "csv":
+        return csv_text if csv_text is not None else to_csv(data)
+    if fmt == "json":
+        return json.dumps(data.as_json(), indent=2, sort_keys=True, default=str) + "\n"
+    if fmt == "html":
+        from harness.adapters.report_html import html   # matplotlib is only loaded for HTML
+        return html(data)
+    raise ValueError(f"unknown report format {fmt!r}; valid: {', '.join(FORMATS)}")
+
+
+__all__ = ["FORMATS", "Report", "build_report", "render", "report_data", "terminal_table"]

@@ -5,7 +5,7 @@ import hashlib
 import itertools
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from harness.core.argv import merge_args
 from harness.core.matrix import CachePolicy, Matrix, Package, PatchRef, Source, Target
@@ -114,3 +114,28 @@ def _tree_key(t: Target) -> dict[str, Any]:
 def expand(matrix: Matrix, base_sha: str | None = None) -> list[Arm]:
     """All arms of the matrix, labelled A, B, C… in expansion order."""
     return [resolve_arm(matrix, lv, label_for(i), base_sha) for i, lv in enumerate(assignments(matrix))]
+
+
+def baseline_of(matrix: Matrix, arms: Sequence[Arm]) -> Arm | None:
+    """The arm the matrix names as baseline (levels, label or title); None when it names none."""
+    b = matrix.baseline
+    if b is None:
+        return None
+    for arm in arms:
+        if (isinstance(b, str) and b in (arm.label, arm.title)) or (not isinstance(b, str) and dict(b) == dict(arm.levels)):
+            return arm
+    return None
+
+
+_SWITCHES = ({"off", "on"}, {"false", "true"}, {"no", "yes"}, {"disabled", "enabled"}, {"0", "1"})
+
+
+def switch_axes(matrix: Matrix) -> dict[str, tuple[str, str]]:
+    """Axes that are on/off switches, as (off level, on level): shown as ✗ / ✓ in reports."""
+    out = {}
+    for axis in matrix.axes:
+        names = [lv.name for lv in axis.levels]
+        if len(names) == 2 and {n.lower() for n in names} in _SWITCHES:
+            off, on = sorted(names, key=lambda n: n.lower() in {"on", "true", "yes", "enabled", "1"})
+            out[axis.name] = (off, on)
+    return out

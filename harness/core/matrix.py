@@ -133,6 +133,37 @@ class Axis:
         raise KeyError(name)
 
 
+class Compare(str, Enum):
+    """Which pairs of arms get a verdict: each arm against the baseline, or every pair."""
+
+    BASELINE = "baseline"
+    ALL = "all"
+
+
+class Goal(str, Enum):
+    """What adaptive repeats stop on: every comparison decided, or each arm's failure rate bounded."""
+
+    COMPARE = "compare"
+    FIX = "fix"
+
+
+@dataclass(frozen=True)
+class Stats:
+    """How arms are compared and, with ``repeats: auto``, when launching stops."""
+
+    alpha: float = 0.05            # overall chance of a false "different" (Holm, or split over sequential pairs)
+    margin: float = 0.2            # SAME only when the difference's 95 % interval lies inside ±margin
+    compare: Compare = Compare.BASELINE
+    test: str = "fisher"           # fisher | barnard, for READY and gate pass rates
+    adaptive: bool = False         # repeats: auto
+    max_repeats: int | None = None  # the most launches per arm (required with repeats: auto)
+    batch: int = 1                 # launches per arm between two looks
+    goal: Goal = Goal.COMPARE
+    max_fail_rate: float = 1 / 3   # goal fix: stop once the failure rate's upper 95 % bound is below this
+    lower_is_better: tuple[str, ...] = ()   # gate metrics where smaller is better (tpot_ms, ttft_ms)
+    margins: Mapping[str, float] = field(default_factory=dict)  # SAME margins for gate metrics, in their units
+
+
 @dataclass(frozen=True)
 class Matrix:
     """A whole matrix file after validation and command-line overrides."""
@@ -143,9 +174,10 @@ class Matrix:
     axes: tuple[Axis, ...] = ()
     include: tuple[Mapping[str, str], ...] = ()
     exclude: tuple[Mapping[str, str], ...] = ()
-    repeats: int = 1
+    repeats: int = 1                  # launches per arm; with stats.adaptive, the most (max_repeats)
     schedule: Schedule = Schedule.INTERLEAVED
     seed: int = 0
-    baseline: Mapping[str, str] | None = None
+    baseline: Mapping[str, str] | str | None = None   # levels, or an arm's label / title
     gates: tuple[Mapping[str, object], ...] = ()
     description: str = ""
+    stats: Stats = Stats()

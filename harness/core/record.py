@@ -82,6 +82,8 @@ class TrialResult:
     verdict_s: float | None = None     # launch -> outcome known
     stop: StopRecord = StopRecord()
     host: Mapping[str, Any] = field(default_factory=dict)      # hostname, platform, python, harness version
+    # gate name -> {"passed": bool | None, "metrics": {name: number}} (gates run after READY)
+    gates: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     schema: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:

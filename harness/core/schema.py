@@ -10,18 +10,22 @@ from typing import Any, Callable, Mapping
 
 from harness.core.argv import flag_tokens
 from harness.core.matrix import (
-    Axis, CachePolicy, Level, Matrix, Package, PatchRef, ReadyCheck, Schedule, Source, Target,
+    Axis, CachePolicy, Compare, Goal, Level, Matrix, Package, PatchRef, ReadyCheck, Schedule, Source, Stats,
+    Target,
 )
+from harness.core.stats import RATE_TESTS
 from harness.errors import ConfigError
 
 MATRIX_KEYS = ("description", "target", "axes", "include", "exclude", "repeats", "schedule", "seed",
-               "baseline", "gates")
+               "baseline", "gates", "stats")
 TARGET_KEYS = ("engine", "command", "source", "pythonpath", "python", "model", "tp", "dp", "ep", "args",
                 "env", "host", "port", "ready", "startup_timeout_s", "quiet_timeout_s", "fatal_grace_s",
                 "stop_timeout_s", "build", "build_timeout_s", "cache")
 LEVEL_KEYS = ("patches", "env", "args", "model", "tp", "dp", "ep")
 READY_KEYS = ("http_path", "log_marker", "require_both", "interval_s")
 SOURCE_KEYS = ("repo", "ref", "package", "repo_dir")
+STATS_KEYS = ("alpha", "margin", "compare", "test", "max_repeats", "batch", "goal", "max_fail_rate",
+              "lower_is_better", "margins")
 PATCH_KINDS = ("diff", "commit", "range", "pr")
 # owner/repo#N as GitHub spells them (owner: letters, digits, hyphens; repo: also . and _).
 PR_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*)/([A-Za-z0-9._-]+)#([1-9][0-9]*)$")
@@ -49,6 +53,8 @@ def with_known_keys(data: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(target.get("source"), Mapping):
             target["source"] = {k: None for k in SOURCE_KEYS} | dict(target["source"])
         out["target"] = target
+    if out.get("stats") is None or isinstance(out.get("stats"), Mapping):
+        out["stats"] = {k: None for k in STATS_KEYS} | dict(out.get("stats") or {})
     if isinstance(out.get("axes"), Mapping):
         out["axes"] = {ax: ({lv: _level_with_keys(v) for lv, v in levels.items()} if isinstance(levels, Mapping)
                             else levels) for ax, levels in out["axes"].items()}
@@ -90,6 +96,19 @@ class _Checker:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
             raise self.fail(key, f"expected a positive number of seconds, got {_kind(value)}")
         return float(value)
+
+    def fraction(self, value: Any, key: str, low: float, high: float, what: str) -> float:
+        """A number strictly inside (low, high)."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low < value < high:
+            raise self.fail(key, f"expected {what}, a number in ({low:g}, {high:g}), got {_kind(value)}")
+        return float(value)
+
+    def choice(self, value: Any, key: str, valid: tuple[str, ...]) -> str:
+        """One of a fixed set of words."""
+        text = self.string(value, key)
+        if text not in valid:
+            raise self.fail(key, f"unknown value {text!r}; valid: {', '.join(valid)}")
+        return text
 
     def boolean(self, value: Any, key: str) -> bool:
         if not isinstance(value, bool):
@@ -291,6 +310,67 @@ def _assignment(c: _Checker, m: Mapping[str, Any], where: str, names: Mapping[st
     return result
 
 
+def parse_stats(c: _Checker, value: Any, repeats: Any) -> tuple[int, Stats]:
+    """The stats block and the repeats it goes with: an integer, or "auto" (adaptive, needs max_repeats)."""
+    m = {k: v for k, v in c.mapping(value if value is not None else {}, "stats", STATS_KEYS).items()
+         if v is not None}
+    adaptive = repeats == "auto"
+    max_repeats = _optional(m, "max_repeats", lambda v, k: c.integer(v, k, 1), "stats", None)
+    if adaptive and max_repeats is None:
+        raise c.fail("stats.max_repeats", "repeats: auto needs stats.max_repeats, the most launches per arm "
+                                          "(e.g. 24)")
+    if not adaptive:
+        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+            raise c.fail("repeats", f"expected an integer >= 1 or auto, got {_kind(repeats)}")
+    lower = _optional(m, "lower_is_better", c.strings, "stats", ())
+    margins = {str(k): c.fraction(v, f"stats.margins.{k}", 0, float("inf"), "a positive margin")
+               for k, v in c.mapping(m.get("margins") or {}, "stats.margins").items()}
+    stats = Stats(
+        alpha=_optional(m, "alpha", lambda v, k: c.fraction(v, k, 0, 0.5, "an error rate"), "stats", 0.05),
+        margin=_optional(m, "margin", lambda v, k: c.fraction(v, k, 0, 1.0 + 1e-9, "a margin on rates"),
+                         "stats", 0.2),
+        compare=Compare(_optional(m, "compare", lambda v, k: c.choice(v, k, tuple(x.value for x in Compare)),
+                                  "stats", Compare.BASELINE.value)),
+        test=_optional(m, "test", lambda v, k: c.choice(v, k, RATE_TESTS), "stats", "fisher"),
+        adaptive=adaptive,
+        max_repeats=max_repeats,
+        batch=_optional(m, "batch", lambda v, k: c.integer(v, k, 1), "stats", 1),
+        goal=Goal(_optional(m, "goal", lambda v, k: c.choice(v, k, tuple(x.value for x in Goal)),
+                            "stats", Goal.COMPARE.value)),
+        max_fail_rate=_optional(m, "max_fail_rate", lambda v, k: c.fraction(v, k, 0, 1, "a failure rate"),
+                                "stats", 1 / 3),
+        lower_is_better=lower,
+        margins=margins,
+    )
+    return (max_repeats if adaptive else repeats), stats  # type: ignore[return-value]
+
+
+def _baseline(c: _Checker, value: Any, axes: tuple[Axis, ...]) -> Mapping[str, str] | str | None:
+    """baseline: levels for every axis, or an arm's label (A, B…) or title ("fix=off")."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return c.string(value, "baseline")
+    return _assignment(c, c.mapping(value, "baseline"), "baseline", {a.name: a for a in axes}, complete=True)
+
+
+def check_baseline(c: _Checker, matrix: Matrix) -> None:
+    """The baseline must be one of the matrix's arms (after include / exclude)."""
+    if matrix.baseline is None:
+        return
+    from harness.core.arms import assignments, label_for   # arms imports this module's products only
+    arms = assignments(matrix)
+    titles = [", ".join(f"{k}={v}" for k, v in lv.items()) or "base" for lv in arms]
+    labels = [label_for(i) for i in range(len(arms))]
+    if isinstance(matrix.baseline, str):
+        if matrix.baseline not in titles and matrix.baseline not in labels:
+            raise c.fail("baseline", f"no arm {matrix.baseline!r}; arms: "
+                                     + "; ".join(f"{lb} ({t})" for lb, t in zip(labels, titles, strict=True)))
+    elif dict(matrix.baseline) not in arms:
+        raise c.fail("baseline", "names an arm that include/exclude leave out: "
+                                 + ", ".join(f"{k}={v}" for k, v in matrix.baseline.items()))
+
+
 def parse_matrix(data: Mapping[str, Any], *, name: str, file: str, engines: tuple[str, ...]) -> Matrix:
     """Validate a composed matrix mapping. Raises ConfigError naming file and key."""
     c = _Checker(file)
@@ -318,21 +398,22 @@ def parse_matrix(data: Mapping[str, Any], *, name: str, file: str, engines: tupl
     schedule = c.string(_get(data, "schedule", "interleaved"), "schedule")
     if schedule not in {s.value for s in Schedule}:
         raise c.fail("schedule", f"unknown schedule {schedule!r}; valid: {', '.join(s.value for s in Schedule)}")
-    baseline = None
-    if data.get("baseline") is not None:
-        baseline = _assignment(c, c.mapping(data["baseline"], "baseline"), "baseline",
-                               {a.name: a for a in axes_t}, complete=True)
+    baseline = _baseline(c, data.get("baseline"), axes_t)
+    repeats, stats = parse_stats(c, data.get("stats"), _get(data, "repeats", 1))
     gates = data.get("gates") or []
     if not isinstance(gates, (list, tuple)):
         raise c.fail("gates", f"expected a list, got {_kind(gates)}")
-    return Matrix(
+    matrix = Matrix(
         name=name, file=file, target=target, axes=axes_t,
         include=_assignments(c, data.get("include"), "include", axes_t, complete=True),
         exclude=_assignments(c, data.get("exclude"), "exclude", axes_t, complete=False),
-        repeats=c.integer(_get(data, "repeats", 1), "repeats", 1),
+        repeats=repeats,
         schedule=Schedule(schedule),
         seed=c.integer(_get(data, "seed", 0), "seed"),
         baseline=baseline,
         gates=tuple(c.mapping(g, f"gates[{i}]") for i, g in enumerate(gates)),
         description=str(data.get("description") or ""),
+        stats=stats,
     )
+    check_baseline(c, matrix)
+    return matrix

@@ -8,7 +8,25 @@ from typing import Iterable, Mapping, Sequence
 
 from harness.core.outcome import Outcome
 from harness.core.record import TrialResult
-from harness.core.stats import wilson_interval
+from harness.core.stats import stderr, wilson_interval
+
+
+@dataclass(frozen=True)
+class GateSummary:
+    """One gate over an arm's launches that ran it."""
+
+    name: str
+    passed: int
+    n: int                                                   # launches with a pass/fail for this gate
+    metrics: tuple[tuple[str, float, float | None, int], ...]  # (metric, mean, stderr, n)
+
+    @property
+    def text(self) -> str:
+        """"gsm8k 3/3, exact_match 0.912 ± 0.004"."""
+        parts = [f"{self.name} {self.passed}/{self.n}" if self.n else self.name]
+        for m, mean, se, _ in self.metrics:
+            parts.append(f"{m} {mean:.3g}" + (f" ± {se:.2g}" if se is not None else ""))
+        return ", ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -28,6 +46,7 @@ class ArmSummary:
     capture_s_median: float | None
     startup_s_median: float | None
     failing_bs: tuple[tuple[int, int], ...]   # (bs, count), most common first
+    gates: tuple[GateSummary, ...] = ()
 
     @property
     def ready_text(self) -> str:
@@ -55,6 +74,27 @@ def _shapes(results: Sequence[TrialResult]) -> str | None:
     return f"{lo}{total}" if lo == hi else f"{lo}-{hi}{total}"
 
 
+def _gates(results: Sequence[TrialResult]) -> tuple[GateSummary, ...]:
+    names: list[str] = []
+    for r in results:
+        names += [g for g in r.gates if g not in names]
+    out = []
+    for g in names:
+        bodies = [r.gates[g] for r in results if g in r.gates]
+        verdicts = [b["passed"] for b in bodies if b.get("passed") is not None]
+        metric_names: list[str] = []
+        for b in bodies:
+            metric_names += [m for m in b.get("metrics", {}) if m not in metric_names]
+        metrics = []
+        for m in metric_names:
+            vals = [float(b["metrics"][m]) for b in bodies
+                    if isinstance(b.get("metrics", {}).get(m), (int, float)) and not isinstance(b["metrics"][m], bool)]
+            if vals:
+                metrics.append((m, sum(vals) / len(vals), stderr(vals), len(vals)))
+        out.append(GateSummary(g, sum(bool(v) for v in verdicts), len(verdicts), tuple(metrics)))
+    return tuple(out)
+
+
 def summarize_arm(arm_id: str, label: str, levels: Mapping[str, str],
                   results: Sequence[TrialResult], top: int = 3) -> ArmSummary:
     """Summarise one arm's results."""
@@ -72,6 +112,7 @@ def summarize_arm(arm_id: str, label: str, levels: Mapping[str, str],
         capture_s_median=_median(r.ladder.capture_s for r in results),
         startup_s_median=_median(r.startup_s for r in results if r.outcome is Outcome.READY),
         failing_bs=tuple(bs.most_common(top)),
+        gates=_gates(results),
     )
 
 
