@@ -1,106 +1,132 @@
-"""Render arm summaries: a terminal table (rich), GitHub markdown, CSV."""
+"""Render a report: a terminal table (rich) and CSV; markdown lives in report_md, HTML in report_html."""
 from __future__ import annotations
 
 import csv
 import io
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from rich.table import Table
 
+from harness.core.reportdata import ReportData
 from harness.core.summary import ArmSummary
+from harness.core.verdicts import Comparison
 
-_MAX_SIG = 90
+MAX_SIG = 90
 
 
-def _outcomes(s: ArmSummary) -> str:
+def outcomes_text(s: ArmSummary) -> str:
+    """"IMA 3, READY 1"."""
     return ", ".join(f"{k} {v}" for k, v in s.outcomes.items()) or "-"
 
 
-def _sig(s: ArmSummary) -> str:
+def short(text: str, limit: int = MAX_SIG) -> str:
+    """Text cut to limit characters with an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def top_signature(s: ArmSummary) -> str:
+    """"3× IMA:… (+2 more)" or "-"."""
     if not s.signatures:
         return "-"
     sig, count = s.signatures[0]
-    text = sig if len(sig) <= _MAX_SIG else sig[: _MAX_SIG - 1] + "…"
     more = f" (+{len(s.signatures) - 1} more)" if len(s.signatures) > 1 else ""
-    return f"{count}× {text}{more}"
+    return f"{count}× {short(sig)}{more}"
 
 
-def _interval(s: ArmSummary) -> str:
-    return "-" if s.n == 0 else f"{s.interval[0]:.2f}–{s.interval[1]:.2f}"
+def ready_cell(s: ArmSummary) -> str:
+    """"4/6 [0.30, 0.90]" plus the launches not counted."""
+    text = s.ready_text
+    return text + (f" (+{s.not_counted} not counted)" if s.not_counted else "")
 
 
-def _secs(v: float | None) -> str:
+def gates_text(s: ArmSummary) -> str:
+    """Gate numbers with ± stderr, or "-"."""
+    return "; ".join(g.text for g in s.gates) or "-"
+
+
+def secs(v: float | None) -> str:
     return "-" if v is None else f"{v:.1f} s"
 
 
-def _bs(s: ArmSummary) -> str:
+def failing_bs(s: ArmSummary) -> str:
     return ", ".join(f"{bs}×{c}" for bs, c in s.failing_bs) or "-"
 
 
-def _axes(summaries: Sequence[ArmSummary]) -> list[str]:
+def axes_of(summaries: Sequence[ArmSummary]) -> list[str]:
+    """Axis names in first-seen order."""
     axes: list[str] = []
     for s in summaries:
-        for k in s.levels:
-            if k not in axes:
-                axes.append(k)
+        axes += [k for k in s.levels if k not in axes]
     return axes
 
 
-def _rows(summaries: Sequence[ArmSummary]) -> tuple[list[str], list[list[str]]]:
-    axes = _axes(summaries)
-    header = ["Arm", *axes, "READY", "95% CI", "Outcomes", "Top signature", "Failing bs", "Ladder",
-              "Capture (median)", "Startup (median)"]
-    rows = []
-    for s in summaries:
-        ready = f"{s.ready}/{s.n}" + (f" (+{s.not_counted} not counted)" if s.not_counted else "")
-        rows.append([s.label, *(s.levels.get(a, "-") for a in axes), ready, _interval(s), _outcomes(s), _sig(s),
-                     _bs(s), s.shapes or "-", _secs(s.capture_s_median), _secs(s.startup_s_median)])
-    return header, rows
+def level_cell(s: ArmSummary, axis: str, switches: Mapping[str, tuple[str, str]]) -> str:
+    """The arm's level on an axis; ✓ / ✗ for on/off switches."""
+    level = s.levels.get(axis)
+    if level is None:
+        return "-"
+    if axis in switches:
+        return "✓" if level == switches[axis][1] else "✗"
+    return level
 
 
-def terminal_table(summaries: Sequence[ArmSummary], title: str | None = None) -> Table:
-    """A rich Table for the console."""
-    header, rows = _rows(summaries)
+def verdict_for(data: ReportData, label: str) -> str:
+    """The arm's READY verdict against its reference, for the live and terminal tables."""
+    for c in data.comparisons:
+        if c.metric == "READY" and c.arm == label:
+            return f"{c.verdict.value} vs {c.ref}"
+    return "baseline" if label == data.baseline else "-"
+
+
+def diff_text(c: Comparison, digits: int = 2) -> str:
+    """"+0.83 [0.28, 0.97]" or "-"."""
+    if c.diff is None or c.interval is None:
+        return "-"
+    return f"{c.diff:+.{digits}f} [{c.interval[0]:.{digits}f}, {c.interval[1]:.{digits}f}]"
+
+
+def side_text(c: Comparison, arm: bool) -> str:
+    """"6/6" for a rate, "0.952 (n=6)" for a mean."""
+    if c.kind == "rate":
+        k, n = (c.k_arm, c.n_arm) if arm else (c.k_ref, c.n_ref)
+        return f"{k}/{n}"
+    v, n = (c.value_arm, c.n_arm) if arm else (c.value_ref, c.n_ref)
+    return "-" if v is None else f"{v:.4g} (n={n})"
+
+
+def p_text(p: float | None) -> str:
+    return "-" if p is None else ("<0.001" if p < 0.001 else f"{p:.3f}")
+
+
+def terminal_table(data: ReportData, title: str | None = None, arms: int | None = None) -> Table:
+    """A rich Table for the console: one row per arm with its READY verdict."""
+    summaries = list(data.summaries)[:arms]
+    axes = axes_of(summaries)
     table = Table(title=title, show_lines=False)
-    for h in header:
+    for h in ["Arm", *axes, "READY [95% CI]", "Verdict", "Outcomes", "Top signature", "Gates", "Ladder"]:
         table.add_column(h, overflow="fold")
-    for r in rows:
-        table.add_row(*r)
+    for s in summaries:
+        table.add_row(s.label, *(level_cell(s, a, data.binary_axes) for a in axes), ready_cell(s),
+                      verdict_for(data, s.label), outcomes_text(s), top_signature(s), gates_text(s), s.shapes or "-")
     return table
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def markdown(summaries: Sequence[ArmSummary], title: str | None = None, notes: Sequence[str] = ()) -> str:
-    """A GitHub-ready markdown table with a legend of arm ids, to paste into a pull request."""
-    header, rows = _rows(summaries)
-    out = [f"**{title}**", ""] if title else []
-    out.append("| " + " | ".join(header) + " |")
-    out.append("|" + "|".join("---" for _ in header) + "|")
-    out += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
-    out.append("")
-    out.append("READY k/n counts launches that reached ready; PATCH_FAILED, INFRA and HARNESS_ERROR are not "
-               "counted. 95% CI: Wilson score interval.")
-    out.append("")
-    out.append("Arms: " + "; ".join(f"{s.label} = `{s.arm_id}`" for s in summaries))
-    out += [f"{n}" for n in notes]
-    return "\n".join(out) + "\n"
-
-
-def to_csv(summaries: Sequence[ArmSummary]) -> str:
+def to_csv(data: ReportData) -> str:
     """One row per arm with plain numbers (for spreadsheets and scripts)."""
-    axes = _axes(summaries)
+    axes = axes_of(data.summaries)
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["arm", "arm_id", *axes, "ready", "n", "ci_low", "ci_high", "not_counted", "outcomes",
-                "top_signature", "failing_bs", "shapes", "capture_s_median", "startup_s_median"])
-    for s in summaries:
+                "top_signature", "failing_bs", "shapes", "capture_s_median", "startup_s_median", "gates",
+                "ready_verdict"])
+    for s in data.summaries:
         w.writerow([s.label, s.arm_id, *(s.levels.get(a, "") for a in axes), s.ready, s.n,
                     f"{s.interval[0]:.4f}", f"{s.interval[1]:.4f}", s.not_counted,
                     ";".join(f"{k}={v}" for k, v in s.outcomes.items()),
                     s.signatures[0][0] if s.signatures else "", ";".join(f"{b}={c}" for b, c in s.failing_bs),
                     s.shapes or "", "" if s.capture_s_median is None else f"{s.capture_s_median:.3f}",
-                    "" if s.startup_s_median is None else f"{s.startup_s_median:.3f}"])
+                    "" if s.startup_s_median is None else f"{s.startup_s_median:.3f}",
+                    ";".join(f"{g.name}={g.passed}/{g.n}" + "".join(f",{m}={v:.6g}" for m, v, _, _ in g.metrics)
+                             for g in s.gates),
+                    verdict_for(data, s.label)])
     return buf.getvalue()

@@ -4,8 +4,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping, Sequence
 
-from harness.adapters.report import markdown, terminal_table, to_csv
+from harness.adapters.report import terminal_table, to_csv
+from harness.adapters.report_md import markdown
 from harness.adapters.store import Store
 from harness.core.arms import baseline_of, expand, switch_axes
 from harness.core.drift import drift
@@ -50,18 +52,21 @@ def _fix(matrix: Matrix, s: ArmSummary) -> FixStatus:
 
 
 def report_data(matrix: Matrix, store: Store) -> ReportData:
-    """Summaries, verdicts and drift for the matrix's arms (the legend of the last run, else the
-    matrix expanded) plus any older arms found in its store."""
-    expanded = expand(matrix)
+    """The report of a campaign: the matrix's arms (the legend of the last run, else the matrix
+    expanded) plus any older arms found in its store."""
     legend = store.read_arms() or [{"arm_id": a.arm_id, "label": a.label, "levels": dict(a.levels)}
-                                   for a in expanded]
-    results = store.results()
+                                   for a in expand(matrix)]
+    return compute(matrix, legend, store.results())
+
+
+def compute(matrix: Matrix, legend: Sequence[Mapping[str, object]], results: Sequence[TrialResult]) -> ReportData:
+    """Summaries, verdicts and drift from results (also for the live view of a run)."""
     summaries = summarize(results, legend)
     by_arm: dict[str, list[TrialResult]] = {}
     for r in sorted(results, key=lambda r: r.trial):
         by_arm.setdefault(r.arm_id, []).append(r)
     current = summaries[: len(legend)]     # verdicts compare the arms of the last run, not older ones
-    base = baseline_of(matrix, expanded)
+    base = baseline_of(matrix, expand(matrix))
     base_label = base.label if base is not None else (current[0].label if current else None)
     base_id = next((s.arm_id for s in current if s.label == base_label), None)
     comparisons = judge([ArmData(s.arm_id, s.label, by_arm.get(s.arm_id, [])) for s in current], base_id,
@@ -111,4 +116,4 @@ def render(data: ReportData, fmt: str, md: str | None = None, csv_text: str | No
     raise ValueError(f"unknown report format {fmt!r}; valid: {', '.join(FORMATS)}")
 
 
-__all__ = ["FORMATS", "Report", "build_report", "render", "report_data", "terminal_table"]
+__all__ = ["FORMATS", "Report", "build_report", "compute", "render", "report_data", "terminal_table"]

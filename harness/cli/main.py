@@ -33,7 +33,7 @@ def _run(ns: argparse.Namespace, console: Console) -> int:
     if settings.dry_run:
         return EXIT_OK
     report = build_report(matrix, settings.runs_dir)
-    console.print(terminal_table(report.summaries, title=f"{matrix.name}: per-arm results"))
+    console.print(terminal_table(report.data, title=f"{matrix.name}: per-arm results"))
     _print_markdown(console, report.markdown)
     console.print(f"results: {outcome.store}", markup=False)
     for f in report.files:
@@ -49,19 +49,22 @@ def _run(ns: argparse.Namespace, console: Console) -> int:
 
 def _report(ns: argparse.Namespace, console: Console) -> int:
     from harness.app.config import load
-    from harness.app.report import build_report, terminal_table
+    from harness.app.report import FORMATS, build_report, render, terminal_table
 
-    matrix, settings = load(ns.overrides)
-    report = build_report(matrix, settings.runs_dir)
-    if ns.format == "csv":
-        sys.stdout.write(report.csv)
-    elif ns.format == "markdown":
-        sys.stdout.write(report.markdown)
-    else:
-        console.print(terminal_table(report.summaries, title=f"{matrix.name}: per-arm results"))
+    formats = [o.split("=", 1)[1] for o in ns.overrides if o.startswith("format=")]
+    fmt = formats[-1] if formats else "terminal"
+    if fmt not in (*FORMATS, "terminal"):
+        raise ConfigError(f"unknown report format {fmt!r}; valid: {', '.join(('terminal', *FORMATS))}",
+                          key="format")
+    matrix, settings = load([o for o in ns.overrides if not o.startswith("format=")])
+    report = build_report(matrix, settings.runs_dir, ("md", "csv") if fmt == "terminal" else (fmt,))
+    if fmt == "terminal":
+        console.print(terminal_table(report.data, title=f"{matrix.name}: per-arm results"))
         _print_markdown(console, report.markdown)
-        for f in report.files:
-            console.print(f"written: {f}", markup=False)
+    elif fmt != "html":
+        sys.stdout.write(render(report.data, fmt, report.markdown, report.csv))
+    for f in report.files:
+        Console(stderr=True).print(f"written: {f}", markup=False, highlight=False)
     return EXIT_OK
 
 
@@ -114,7 +117,8 @@ def _ui(ns: argparse.Namespace, console: Console) -> int:
 
 COMMANDS: dict[str, tuple[str, Callable[[argparse.Namespace, Console], int]]] = {
     "run": ("run a matrix: harness run matrix=NAME [key=value ...]", _run),
-    "report": ("the per-arm table of a matrix's stored results", _report),
+    "report": ("the report of a matrix's stored results: harness report matrix=NAME "
+               "[format=terminal|md|html|csv|json]", _report),
     "classify": ("classify existing server logs", _classify),
     "sync": ("feed a matrix's stored results to MLflow again", _sync),
     "ui": ("the MLflow UI over runs/mlflow.db on 127.0.0.1", _ui),
@@ -129,8 +133,6 @@ def parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help_text, description=help_text)
         if name in ("run", "report", "sync"):
             sp.add_argument("overrides", nargs="*", help="matrix=NAME and key=value overrides")
-        if name == "report":
-            sp.add_argument("--format", choices=("terminal", "markdown", "csv"), default="terminal")
         if name == "classify":
             sp.add_argument("logs", nargs="+", metavar="LOG")
             sp.add_argument("--json", action="store_true", help="one JSON object per file, one per line")

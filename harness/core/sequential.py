@@ -9,10 +9,15 @@ early as SAME (the difference's interval inside the margin) only lowers that pro
 does not need calibrating (a non-binding futility rule).
 
 The "does this fix work" goal stops an arm once the one-sided exact 95 % bound of its failure rate
-is below (or above) a target: 0 failures in 8 launches bound the rate below 1/3.
+is below (or above) a target: 0 failures in 8 launches bound the rate below 1/3. Looking after every
+launch gives a bad fix many chances to look good (a bound checked at each of 30 launches says HOLDS
+for a true rate of 1/3 11 % of the time), so only the first chance, the clean_runs_needed launches in
+a row, uses the plain 95 % bound; later looks use a stricter level calibrated exactly (a dynamic
+program over the failure count) so that P(ever HOLDS | failure rate ≥ target) ≤ 5 % up to max_n.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
@@ -163,18 +168,80 @@ class FixDecision(str, Enum):
     EXHAUSTED = "exhausted"
 
 
+_FIX_ALPHA = 0.05       # the fix goal's error: P(HOLDS | failure rate ≥ target)
+
+
+def _holds_max(n: int, max_fail_rate: float, level: float | None) -> int:
+    """The most failures of n launches that still say HOLDS (-1: none). level None: the plain one-sided
+    95 % bound (upper_bound < target); else P(≤ failures | rate = target) ≤ level."""
+    if level is None:
+        f = -1
+        while f + 1 < n and upper_bound(f + 1, n) < max_fail_rate:
+            f += 1
+        return f
+    cdf = binom.cdf(np.arange(n + 1), n, max_fail_rate)
+    ok = np.nonzero(cdf <= level * (1 + 1e-9))[0]
+    return int(ok[-1]) if len(ok) else -1
+
+
+def _fix_error(max_fail_rate: float, max_n: int, level: float) -> float:
+    """Exact P(ever HOLDS within max_n launches | failure rate = target), looking after every launch
+    (FAILS stops ignored: they only lower it). A higher rate only lowers it, so this is the worst case."""
+    n0 = clean_runs_needed(max_fail_rate)
+    dist = np.zeros(max_n + 2)
+    dist[0] = 1.0
+    err = 0.0
+    for n in range(1, max_n + 1):
+        new = dist * (1 - max_fail_rate)
+        new[1:] += dist[:-1] * max_fail_rate
+        b = _holds_max(n, max_fail_rate, None if n <= n0 else level)
+        if b >= 0:
+            err += float(new[:b + 1].sum())
+            new[:b + 1] = 0.0
+        dist = new
+    return err
+
+
+@lru_cache(maxsize=64)
+def _fix_level(max_fail_rate: float, max_n: int) -> float:
+    """The level for HOLDS after the first clean_runs_needed launches: the largest attainable
+    P(≤ f failures of n | rate = target) keeping the whole campaign's error within _FIX_ALPHA."""
+    n0 = clean_runs_needed(max_fail_rate)
+    if max_n <= n0:
+        return _FIX_ALPHA
+    cands = sorted({float(v) for n in range(n0 + 1, max_n + 1)
+                    for v in binom.cdf(np.arange(n + 1), n, max_fail_rate) if v <= _FIX_ALPHA})
+    lo, hi, best = 0, len(cands) - 1, 0.0
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if _fix_error(max_fail_rate, max_n, cands[mid]) <= _FIX_ALPHA:
+            best, lo = cands[mid], mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
 def fix_stands(failures: int, n: int, max_fail_rate: float, max_n: int) -> FixDecision:
-    """The fix goal for one arm: failures of n counted launches."""
-    if n > 0 and upper_bound(failures, n) < max_fail_rate:
-        return FixDecision.HOLDS
+    """The fix goal for one arm: failures of n counted launches, looked at after every launch.
+    HOLDS: the plain one-sided 95 % bound is below the target up to clean_runs_needed launches, a
+    stricter calibrated level after them (see _fix_level), so that a fix whose failure rate is at
+    or above the target is called HOLDS in at most 5 % of campaigns of max_n launches."""
+    if n > 0:
+        level = None if n <= clean_runs_needed(max_fail_rate) else _fix_level(max_fail_rate, max_n)
+        if failures <= _holds_max(n, max_fail_rate, level):
+            return FixDecision.HOLDS
     if n > 0 and lower_bound(failures, n) > max_fail_rate:
         return FixDecision.FAILS
     return FixDecision.EXHAUSTED if n >= max_n else FixDecision.CONTINUE
 
 
+@lru_cache(maxsize=64)
 def clean_runs_needed(max_fail_rate: float) -> int:
     """Launches in a row without a failure that bound the failure rate below the target (1/3 → 8)."""
-    n = 1
+    if not 0 < max_fail_rate < 1:
+        raise ValueError(f"max_fail_rate must lie in (0, 1), got {max_fail_rate}")
+    # upper_bound(0, n) = 1 - 0.05**(1/n): start just below the closed form, then check exactly.
+    n = max(1, int(math.log(1 - 0.95) / math.log1p(-max_fail_rate)) - 1)
     while upper_bound(0, n) >= max_fail_rate:
         n += 1
     return n

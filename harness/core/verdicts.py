@@ -156,9 +156,12 @@ def _decide(c: Comparison, alpha: float, margin: float | None, lower_is_better: 
 
 def _sequential(c: Comparison, arm: ArmData, ref: ArmData, stats: Stats, n_pairs: int) -> Comparison:
     d = design(stats.alpha / n_pairs, stats.batch, stats.max_repeats or 1)
-    decision, n = replay(d, _ready(arm.results), _ready(ref.results), stats.margin)
+    xs, ys = _ready(arm.results), _ready(ref.results)
+    decision, n = replay(d, xs, ys, stats.margin)
     if decision is Decision.DIFFERENT:
-        verdict = Verdict.BETTER if (c.diff or 0) > 0 else Verdict.WORSE
+        # The direction of the launches the rule decided on (the first n of each arm), not of all of
+        # them: an arm may have run on after its pair was decided, and the totals may even tie.
+        verdict = Verdict.BETTER if sum(xs[:n]) > sum(ys[:n]) else Verdict.WORSE
     else:
         verdict = Verdict.SAME if decision is Decision.SAME else Verdict.UNKNOWN
     share = f", α/{n_pairs} per pair" if n_pairs > 1 else ""

@@ -36,7 +36,7 @@ def test_demo_matrix_end_to_end_with_mlflow(project):
                 assert "illegal memory access" in r["first_error_line"] and r["ladder"]["failing_bs"] is not None
         assert on[0]["source"]["patches"][0]["name"] == "fix-record-stream.diff"
         assert off[0]["source"]["patches"] == []
-        assert "| A | off |" in proc.stdout and "| B | on | 6/6 |" in proc.stdout
+        assert "| A | ✗ |" in proc.stdout and "| B | ✓ | 6/6 [0.61, 1.00] |" in proc.stdout
 
         import mlflow
         client = mlflow.MlflowClient(f"sqlite:///{project / 'runs' / 'mlflow.db'}")

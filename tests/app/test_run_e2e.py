@@ -63,7 +63,7 @@ def test_failure_modes_are_classified_and_nothing_is_left(project):
         assert r["argv"][1] == str(FIXTURE_SERVER)
     assert not fixture_processes(str(FIXTURE_SERVER) + " --host"), "a server process was left behind"
     md = (project / "runs" / "modes" / "report.md").read_text()
-    assert "| A | ready | 1/1 |" in md and "IMA 1" in md
+    assert "| A | ready | 1/1 [0.21, 1.00] |" in md and "IMA 1" in md
 
 
 LAUNCH = '''import os, sys
@@ -104,8 +104,9 @@ def test_patch_arms_worktrees_and_a_patch_that_does_not_apply(project, source_re
     assert (project / "runs" / "patched" / on["arm_id"] / "1" / "patches").is_dir()
     assert (git(source_repo, "status", "--porcelain"), git(source_repo, "rev-parse", "HEAD")) == before
     assert (source_repo / "pkg" / "mode.py").read_text() == 'MODE = "uncommitted"\n'
-    md = run_cli("report", "matrix=patched", "--format", "markdown", cwd=project).stdout
-    assert "| A | off | 0/2 |" in md and "| B | on | 2/2 |" in md and "| C | stale | 0/0 (+2 not counted) |" in md
+    md = run_cli("report", "matrix=patched", "format=md", cwd=project).stdout
+    assert "| A | off | 0/2 [0.00, 0.66] |" in md and "| B | on | 2/2 [0.34, 1.00] |" in md
+    assert "| C | stale | 0/0 (+2 not counted) |" in md
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
