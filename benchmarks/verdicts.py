@@ -260,9 +260,9 @@ def run_alpha(out: Out, alpha: float, campaigns: int, seed: int) -> bool:
                      pct(PINPOINT_POWER.get(gap)), pct(PINPOINT_FALSE) if gap == 0 else "—", "—"])
         if gap > 0:
             rows.append([f"{gap:.1f}", "Wald floor, power 0.95", num(wald_floor(0.0, gap, alpha)), "95.0%", "—", "—"])
-    out.table(f"Base failure rate 0 (the baseline never fails), alpha {alpha:g}; launches = per arm "
-              f"(attempts per side); ours/fixed at alpha {alpha:g}, Pinpoint at its own settings; "
-              f"{campaigns} campaigns per row (fixed N: exact)",
+    out.line(f"\nlaunches = per arm (attempts per side); ours and fixed N at alpha {alpha:g}, Pinpoint at its own "
+             f"settings; ours: {campaigns} simulated campaigns per row, fixed N: exact")
+    out.table(f"Base failure rate 0 (the baseline never fails), alpha {alpha:g}",
               ["gap", "design", "launches/arm", "power", "wrong", "SAME"], rows)
 
     # Full table over base rates.
@@ -277,9 +277,9 @@ def run_alpha(out: Out, alpha: float, campaigns: int, seed: int) -> bool:
         false_same = pct(o["same"]) if gap >= MARGIN else ""  # type: ignore[index]
         rows.append([f"{gap:.1f}", f"{base:.1f}", num(o["n"]), pct(p), pct(w), pct(o["same"]),  # type: ignore[index]
                      false_same, pct(p6), pct(w6), verdict])
-    out.table(f"Every base failure rate, alpha {alpha:g} (ours simulated, {campaigns} campaigns; N=6 exact). "
-              f"'false SAME' = SAME although the true gap ≥ margin {MARGIN:g}; "
-              f"'gap-0 check': wrong ≤ alpha + 3 s.e.",
+    out.line(f"\nours: {campaigns} simulated campaigns per row, N=6: exact; 'false SAME' = SAME although the true "
+             f"gap ≥ margin {MARGIN:g}; 'gap-0 check': wrong ≤ alpha + 3 s.e.")
+    out.table(f"Every base failure rate, alpha {alpha:g}",
               ["gap", "base", "ours n/arm", "ours power", "ours wrong", "ours SAME", "false SAME",
                "N=6 power", "N=6 wrong", "gap-0 check"], rows)
 
@@ -293,8 +293,9 @@ def run_alpha(out: Out, alpha: float, campaigns: int, seed: int) -> bool:
         zmax = max(zmax, abs(z))
         rows.append([f"{gap:.1f}", f"{base:.1f}", pct(sim, 2), pct(exact[0], 2), f"{z:+.2f}",
                      num(r["ours_ns"]["n"], 2), num(exact[1], 2)])  # type: ignore[index]
-    out.table(f"Cross-check, alpha {alpha:g}: P(DIFFERENT) and launches/arm without SAME stops, simulated vs "
-              f"operating() (exact); max |z| = {zmax:.2f} over {len(rows)} rows",
+    out.line(f"\nP(DIFFERENT) and launches/arm with SAME stops off, simulated vs operating() (exact); "
+             f"max |z| = {zmax:.2f} over {len(rows)} rows")
+    out.table(f"Cross-check against the exact operating characteristic, alpha {alpha:g}",
               ["gap", "base", "sim P(diff)", "exact P(diff)", "z", "sim n/arm", "exact n/arm"], rows)
     worst_gap0 = max(res[0.0, b]["ours"]["different"] for b in BASES)  # type: ignore[index]
     out.line(f"alpha {alpha:g}: worst simulated wrong rate at gap 0 = {pct(worst_gap0, 2)} "
@@ -342,8 +343,9 @@ def fix_goal(out: Out, campaigns: int, seed: int) -> bool:
         label = "1/3" if abs(rate - 1 / 3) < 1e-12 else f"{rate:.2f}"
         rows.append([label, num((first + 1).mean(), 2), num(en, 2), pct(float(holds)), pct(ex[1], 2),
                      pct(float(fails_)), pct(float(exh)), verdict])
-    out.table(f"Goal fix: max_fail_rate 1/3, one arm, a look after every launch, max_n {MAX_N}; "
-              f"{campaigns} campaigns per row (exact columns by DP); HOLDS at a true rate ≥ 1/3 must be ≤ 5 %",
+    out.line(f"\none arm, a look after every launch, max_n {MAX_N}; {campaigns} simulated campaigns per row, exact "
+             f"columns by dynamic programming; HOLDS at a true rate ≥ 1/3 must be ≤ 5 %")
+    out.table("Goal fix: max_fail_rate 1/3",
               ["true failure rate", "launches", "exact launches", "HOLDS", "exact HOLDS", "FAILS", "EXHAUSTED",
                "check"], rows)
     out.line(f"goal fix: {'PASS' if ok else 'FAIL'}; {time.perf_counter() - t0:.1f} s")
