@@ -120,3 +120,34 @@ def test_more_gpus_than_visible(project, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     write_matrix(project, "m", {"target": {"engine": "vllm", "model": "m", "tp": 8}})
     check(project, ["matrix=m"], "8")
+
+
+AXES = {"fix": {"off": {}, "on": {}}}
+
+
+@pytest.mark.parametrize("extra, args, words", [
+    ({"baseline": "fix=maybe"}, [], ["baseline", "no arm 'fix=maybe'", "A (fix=off)", "B (fix=on)"]),
+    ({"baseline": "C"}, [], ["baseline", "no arm 'C'"]),
+    ({"baseline": {"fix": "on"}, "exclude": [{"fix": "on"}]}, [], ["baseline", "include/exclude leave out", "fix=on"]),
+    ({"repeats": "auto"}, [], ["stats.max_repeats", "repeats: auto needs stats.max_repeats"]),
+    ({}, ["repeats=auto"], ["stats.max_repeats", "repeats: auto needs"]),
+    ({"repeats": "lots"}, [], ["repeats", "expected an integer >= 1 or auto"]),
+    ({"stats": {"alpha": 0.5}}, [], ["stats.alpha", "a number in (0, 0.5)", "0.5"]),
+    ({}, ["stats.alpha=0"], ["stats.alpha", "a number in (0, 0.5)"]),
+    ({"stats": {"margin": 0}}, [], ["stats.margin", "expected a margin on rates"]),
+    ({}, ["stats.margin=-0.1"], ["stats.margin", "-0.1"]),
+    ({"stats": {"compare": "some"}}, [], ["stats.compare", "valid: baseline, all"]),
+    ({"stats": {"test": "chi2"}}, [], ["stats.test", "valid: fisher, barnard"]),
+    ({"stats": {"max_fail_rate": 1.5}}, [], ["stats.max_fail_rate"]),
+    ({"stats": {"batch": 0}}, [], ["stats.batch", ">= 1"]),
+    ({"stats": {"alhpa": 0.1}}, [], ["stats.alhpa", "valid keys", "alpha"]),
+])
+def test_stats_and_baseline_errors(project, extra, args, words):
+    m = write_matrix(project, "m", {"target": fixture_target("ready"), "axes": AXES, **extra})
+    check(project, ["matrix=m", *args], str(m), *words)
+
+
+def test_report_format_unknown(project):
+    write_matrix(project, "m", {"target": fixture_target("ready")})
+    proc = run_cli("report", "matrix=m", "format=pdf", cwd=project)
+    assert proc.returncode == 2 and "unknown report format 'pdf'" in proc.stderr and "html" in proc.stderr

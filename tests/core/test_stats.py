@@ -33,3 +33,123 @@ def test_symmetry(kn):
 def test_bad_counts():
     with pytest.raises(ValueError):
         wilson_interval(5, 3)
+
+
+# ---------------------------------------------------------------- more intervals, bounds, tests
+
+from hypothesis import settings  # noqa: E402
+
+from harness.core.stats import (  # noqa: E402
+    compare_means, diff_interval, holm, lower_bound, rate_p_value, upper_bound,
+)
+
+
+def counts(max_n):
+    """(k, n) with 1 <= n <= max_n."""
+    return st.integers(1, max_n).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n)))
+
+
+@settings(deadline=None)
+@given(st.integers(1, 250).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
+def test_more_data_at_the_same_rate_never_widens(kn):
+    k, n = kn
+    lo, hi = wilson_interval(k, n)
+    lo2, hi2 = wilson_interval(2 * k, 2 * n)
+    assert hi2 - lo2 <= hi - lo + 1e-12
+
+
+@settings(deadline=None)
+@given(counts(60), counts(60))
+def test_diff_interval_contains_estimate(a, b):
+    (k1, n1), (k2, n2) = a, b
+    lo, hi = diff_interval(k1, n1, k2, n2)
+    d = k1 / n1 - k2 / n2
+    assert -1.0 <= lo <= d <= hi <= 1.0
+    lo2, hi2 = diff_interval(k2, n2, k1, n1)          # swapping the arms mirrors it
+    assert math.isclose(lo, -hi2, abs_tol=1e-12) and math.isclose(hi, -lo2, abs_tol=1e-12)
+
+
+def test_diff_interval_with_an_empty_side():
+    assert diff_interval(0, 0, 3, 5) == (-1.0, 1.0)
+
+
+# Values on a 0.001 grid: realistic gate metrics (no sub-normal spreads that underflow the variance).
+metric = st.integers(-10**6, 10**6).map(lambda v: v / 1000)
+
+
+@settings(deadline=None)
+@given(st.lists(metric, min_size=2, max_size=20), st.lists(metric, min_size=2, max_size=20))
+def test_welch_interval_contains_difference(x1, x2):
+    mc = compare_means(x1, x2)
+    assert mc is not None and 0.0 <= mc.p_value <= 1.0
+    lo, hi = mc.interval
+    tol = 1e-9 * max(1.0, abs(mc.mean1), abs(mc.mean2))
+    assert lo - tol <= mc.diff <= hi + tol
+    swapped = compare_means(x2, x1)
+    assert math.isclose(swapped.p_value, mc.p_value, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def test_welch_edge_cases():
+    assert compare_means([1.0], [1.0, 2.0]) is None
+    same = compare_means([2.0, 2.0], [2.0, 2.0])
+    assert same.interval == (0.0, 0.0) and same.p_value == 1.0
+    apart = compare_means([1.0, 1.0, 1.0], [2.0, 2.0])
+    assert apart.diff == -1.0 and apart.p_value == 0.0
+
+
+@settings(deadline=None)
+@given(counts(80))
+def test_one_sided_bounds_bracket_the_estimate(kn):
+    k, n = kn
+    assert 0.0 <= lower_bound(k, n) <= k / n <= upper_bound(k, n) <= 1.0
+    assert math.isclose(lower_bound(k, n), 1 - upper_bound(n - k, n), abs_tol=1e-12)
+
+
+def test_clean_launches_bound_one_third():
+    # one-sided exact 95 %: 1 - 0.05**(1/n); 8 clean launches bound the rate below 1/3, 7 do not
+    assert upper_bound(0, 8) == pytest.approx(1 - 0.05 ** (1 / 8), abs=1e-9)
+    assert upper_bound(0, 8) < 1 / 3 <= upper_bound(0, 7)
+    assert upper_bound(0, 0) == 1.0 and upper_bound(5, 5) == 1.0
+
+
+@settings(deadline=None)
+@given(counts(40), counts(40))
+def test_fisher_symmetric_under_swapping_arms(a, b):
+    (k1, n1), (k2, n2) = a, b
+    p = rate_p_value(k1, n1, k2, n2)
+    assert 0.0 < p <= 1.0
+    assert rate_p_value(k2, n2, k1, n1) == p          # bit-identical: verdicts compare it with alpha
+
+
+@settings(deadline=None, max_examples=25)
+@given(counts(10), counts(10))
+def test_barnard_symmetric_under_swapping_arms(a, b):
+    (k1, n1), (k2, n2) = a, b
+    assert rate_p_value(k1, n1, k2, n2, "barnard") == rate_p_value(k2, n2, k1, n1, "barnard")
+
+
+def test_fisher_known_values():
+    assert rate_p_value(1, 6, 6, 6) == pytest.approx(0.01515, abs=1e-4)    # (6 + 6) / C(12, 7) = 1/66
+    assert rate_p_value(0, 3, 3, 3) >= 0.05                                 # N = 3 can never reach 0.05
+    assert rate_p_value(0, 3, 3, 3) == pytest.approx(0.1, abs=1e-9)
+    assert rate_p_value(2, 6, 6, 6) > 0.05                                  # so N = 6 needs ≤ 1 of 6
+    # swapping arms lands exactly on alpha from both sides alike (it used to differ in the last bit)
+    assert rate_p_value(2, 2, 2, 14) == rate_p_value(2, 14, 2, 2)
+    assert rate_p_value(0, 0, 3, 3) == 1.0
+    with pytest.raises(ValueError):
+        rate_p_value(1, 2, 1, 2, "chi2")
+
+
+@settings(deadline=None, max_examples=25)    # statsmodels' holm runs gc.collect() on every call (~50 ms)
+@given(st.lists(st.floats(0.0, 1.0), min_size=0, max_size=12))
+def test_holm_never_below_raw(ps):
+    adj = holm(ps)
+    assert len(adj) == len(ps)
+    assert all(p - 1e-12 <= a <= 1.0 for p, a in zip(ps, adj))
+    order = sorted(range(len(ps)), key=lambda i: ps[i])            # monotone in the raw order
+    assert all(adj[i] <= adj[j] + 1e-12 for i, j in zip(order, order[1:]))
+
+
+def test_holm_single_and_known():
+    assert holm([0.03]) == [0.03]
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
