@@ -59,6 +59,13 @@ class Store:
             return []
         return list(json.loads(path.read_text(encoding="utf-8")).get("arms", []))
 
+    def read_run(self) -> dict[str, Any]:
+        """What the last run recorded beside its legend (file, description, adaptive settings)."""
+        path = self.root / "arms.json"
+        if not path.is_file():
+            return {}
+        return {k: v for k, v in json.loads(path.read_text(encoding="utf-8")).items() if k != "arms"}
+
     def result_paths(self) -> Iterator[Path]:
         """Every result.json of the campaign."""
         if self.root.is_dir():

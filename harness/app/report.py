@@ -2,17 +2,18 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from harness.adapters.report import terminal_table, to_csv
 from harness.adapters.report_md import markdown
 from harness.adapters.store import Store
-from harness.core.arms import baseline_of, expand, switch_axes
+from harness.core.arms import Arm, baseline_of, expand, switch_axes
 from harness.core.drift import drift
-from harness.core.matrix import Goal, Matrix
+from harness.core.matrix import Compare, Goal, Matrix
 from harness.core.record import TrialResult
+from harness.core.redact import redact_env
 from harness.core.reportdata import FixStatus, LegendEntry, ReportData
 from harness.core.sequential import clean_runs_needed, fix_stands
 from harness.core.stats import lower_bound, upper_bound
@@ -36,12 +37,15 @@ class Report:
         return list(self.data.summaries)
 
 
-def _legend(s: ArmSummary, results: list[TrialResult]) -> LegendEntry:
+def _legend(s: ArmSummary, results: list[TrialResult], arm: Arm | None) -> LegendEntry:
+    """Patches and argv as last launched; env as the matrix declares it for the arm (the harness's
+    own cache and temp folders left out), secrets masked."""
     latest = max(results, key=lambda r: r.trial) if results else None
+    env = redact_env(dict(arm.env)) if arm is not None else dict(latest.env) if latest else {}
     return LegendEntry(
         label=s.label, arm_id=s.arm_id, title=", ".join(f"{k}={v}" for k, v in s.levels.items()) or "base",
         patches=tuple((p.name, p.sha256) for p in latest.source.patches) if latest else (),
-        env=dict(latest.env) if latest else {}, argv=tuple(latest.argv) if latest else ())
+        env=env, argv=tuple(latest.argv) if latest else ())
 
 
 def _fix(matrix: Matrix, s: ArmSummary) -> FixStatus:
@@ -56,6 +60,14 @@ def report_data(matrix: Matrix, store: Store) -> ReportData:
     expanded) plus any older arms found in its store."""
     legend = store.read_arms() or [{"arm_id": a.arm_id, "label": a.label, "levels": dict(a.levels)}
                                    for a in expand(matrix)]
+    adaptive = store.read_run().get("adaptive")
+    if adaptive and not matrix.stats.adaptive:
+        # Launches stopped by the sequential rule are judged by it: a fixed-sample test on them
+        # would overstate the evidence.
+        matrix = replace(matrix, stats=replace(
+            matrix.stats, adaptive=True, batch=int(adaptive["batch"]), max_repeats=int(adaptive["max_repeats"]),
+            alpha=float(adaptive["alpha"]), margin=float(adaptive["margin"]), compare=Compare(adaptive["compare"]),
+            goal=Goal(adaptive["goal"])))
     return compute(matrix, legend, store.results())
 
 
@@ -66,7 +78,9 @@ def compute(matrix: Matrix, legend: Sequence[Mapping[str, object]], results: Seq
     for r in sorted(results, key=lambda r: r.trial):
         by_arm.setdefault(r.arm_id, []).append(r)
     current = summaries[: len(legend)]     # verdicts compare the arms of the last run, not older ones
-    base = baseline_of(matrix, expand(matrix))
+    arms = expand(matrix)
+    declared = {(a.label, tuple(a.levels.items())): a for a in arms}
+    base = baseline_of(matrix, arms)
     base_label = base.label if base is not None else (current[0].label if current else None)
     base_id = next((s.arm_id for s in current if s.label == base_label), None)
     comparisons = judge([ArmData(s.arm_id, s.label, by_arm.get(s.arm_id, [])) for s in current], base_id,
@@ -81,7 +95,8 @@ def compute(matrix: Matrix, legend: Sequence[Mapping[str, object]], results: Seq
         comparisons=tuple(comparisons),
         drift=drift([(s.arm_id, s.label, by_arm.get(s.arm_id, [])) for s in summaries]),
         results=tuple(r for s in summaries for r in by_arm.get(s.arm_id, [])),
-        legend=tuple(_legend(s, by_arm.get(s.arm_id, [])) for s in summaries),
+        legend=tuple(_legend(s, by_arm.get(s.arm_id, []), declared.get((s.label, tuple(s.levels.items()))))
+                     for s in summaries),
         stats=matrix.stats, baseline=base_label,
         fix=tuple(_fix(matrix, s) for s in current) if matrix.stats.goal is Goal.FIX else (),
         binary_axes=switch_axes(matrix))

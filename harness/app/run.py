@@ -98,7 +98,12 @@ def run_matrix(matrix: Matrix, settings: Settings, console: Console) -> RunRepor
         describe(matrix, arms, console)
         return RunReport(total=len(arms) * matrix.repeats, skipped=0, ran=0, store=settings.runs_dir / matrix.name)
     store = Store(settings.runs_dir, matrix.name)
-    store.write_arms(arms, {"file": matrix.file, "description": matrix.description})
+    st = matrix.stats
+    # A later `harness report` must judge adaptive launches by the rule that stopped them.
+    store.write_arms(arms, {"file": matrix.file, "description": matrix.description,
+                            "adaptive": {"batch": st.batch, "max_repeats": st.max_repeats, "alpha": st.alpha,
+                                         "margin": st.margin, "compare": st.compare.value, "goal": st.goal.value}
+                            if st.adaptive else None})
     trials = order_trials(arms, matrix.repeats, matrix.schedule, matrix.seed)
     by_id = {a.arm_id: a for a in arms}
     writer = TrackingWriter(settings.runs_dir, settings.tracking_uri) if settings.tracking_enabled else None

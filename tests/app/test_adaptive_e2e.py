@@ -63,3 +63,16 @@ def test_dry_run_says_auto(project):
     proc = run_cli("run", "matrix=dry", "dry_run=true", cwd=project)
     assert proc.returncode == 0, proc.stderr
     assert "up to 7 repeats" in proc.stdout and "repeats: auto" in proc.stdout
+
+
+def test_report_judges_adaptive_launches_by_the_sequential_rule(project):
+    write_matrix(project, "flip", {
+        "target": fixture_target("ready"),
+        "axes": {"build": {"good": {}, "bad": {"args": ["--mode", "crash"]}}},
+        "repeats": 3,
+    })
+    proc = run_cli("run", "matrix=flip", "progress=false", "tracking.enabled=false", "repeats=auto",
+                   "stats.max_repeats=6", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    md = run_cli("report", "matrix=flip", "format=md", cwd=project).stdout
+    assert "sequential GLR (α=0.05)" in md and "Fisher exact" not in md
