@@ -147,7 +147,8 @@ def test_seed_matrix_dry_runs_with_every_arms_exact_command(name, stand_ins) -> 
 def test_seed_repeats_and_gates() -> None:
     from harness.app.yaml_loader import load_yaml
     data = {n: load_yaml(REPO / "matrices" / f"{n}.yaml") for n in SEEDS}
-    assert data["b300_four_arm"]["repeats"] == 3 and data["b300_four_arm"]["target"]["args"][4:] == [
+    assert data["b300_four_arm"]["repeats"] == "auto" and data["b300_four_arm"]["stats"]["max_repeats"] == 12
+    assert data["b300_four_arm"]["target"]["args"][4:] == [
         "--cuda-graph-max-bs", 128, "--max-running-requests", 128]
     assert data["tbo_accuracy"]["gates"][0]["gsm8k"]["threshold"] == 0.87
     for n in SEEDS:   # PRs are referenced, never copied
