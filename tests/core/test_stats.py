@@ -77,6 +77,7 @@ def test_diff_interval_with_an_empty_side():
 metric = st.integers(-10**6, 10**6).map(lambda v: v / 1000)
 
 
+@pytest.mark.filterwarnings("ignore:Precision loss:RuntimeWarning")   # scipy, on nearly equal values
 @settings(deadline=None)
 @given(st.lists(metric, min_size=2, max_size=20), st.lists(metric, min_size=2, max_size=20))
 def test_welch_interval_contains_difference(x1, x2):
