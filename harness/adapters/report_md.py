@@ -60,8 +60,10 @@ def _fix(data: ReportData) -> list[str]:
     rows = [[f.label, f"{f.failures}/{f.n}", f"{f.upper:.2f}", f"{f.lower:.2f}", f"< {f.target:.2f}",
              f"**{words[f.decision]}**"] for f in data.fix]
     need = data.fix[0].clean_needed
-    return ["", f"**Does the fix hold?** The failure rate's one-sided 95% exact bound against the target; "
-                f"{need} launches in a row without a failure bound it below {data.fix[0].target:.2f}.", ""] + \
+    return ["", f"**Does the fix hold?** The failure rate's one-sided 95% exact bounds against the target; "
+                f"{need} launches in a row without a failure bound it below {data.fix[0].target:.2f}. Past those, "
+                f"holds needs a stricter bound (the arm is looked at after every launch), so a bound just "
+                f"below the target may still read undecided.", ""] + \
         table(["Arm", "Failures", "Upper 95%", "Lower 95%", "Target", "Fix"], rows)
 
 

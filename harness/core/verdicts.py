@@ -11,10 +11,10 @@ split evenly over the pairs), replayed from the stored launches.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from itertools import combinations
-from typing import Mapping, Sequence
+from typing import Sequence
 
 from harness.core.matrix import Compare, Stats
 from harness.core.outcome import Outcome
@@ -168,12 +168,7 @@ def _sequential(c: Comparison, arm: ArmData, ref: ArmData, stats: Stats, n_pairs
     note = {Decision.DIFFERENT: f"decided at {n}/arm", Decision.SAME: f"inside ±{stats.margin:g} at {n}/arm",
             Decision.EXHAUSTED: f"undecided at max_repeats {n}/arm",
             Decision.CONTINUE: f"running: {n}/arm so far"}[decision]
-    return _replace(c, test=f"sequential GLR (α={stats.alpha:g}{share})", verdict=verdict, note=note)
-
-
-def _replace(c: Comparison, **kw: object) -> Comparison:
-    from dataclasses import replace
-    return replace(c, **kw)  # type: ignore[arg-type]
+    return replace(c, test=f"sequential GLR (α={stats.alpha:g}{share})", verdict=verdict, note=note)
 
 
 def judge(arms: Sequence[ArmData], baseline_id: str | None, stats: Stats) -> list[Comparison]:
@@ -205,7 +200,7 @@ def judge(arms: Sequence[ArmData], baseline_id: str | None, stats: Stats) -> lis
         adjusted |= dict(zip(tested, holm([fixed[i][0].p_value for i in tested]), strict=True))  # type: ignore[misc]
     judged = []
     for i, (c, margin, lower) in enumerate(fixed):
-        c = _replace(c, p_adjusted=adjusted.get(i))
-        judged.append(_replace(c, verdict=_decide(c, stats.alpha, margin, lower)))
+        c = replace(c, p_adjusted=adjusted.get(i))
+        judged.append(replace(c, verdict=_decide(c, stats.alpha, margin, lower)))
     order = {(a.arm_id, r.arm_id): i for i, (a, r) in enumerate(todo)}
     return sorted(sequential + judged, key=lambda c: order[(c.arm_id, c.ref_id)])

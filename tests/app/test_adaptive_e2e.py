@@ -41,6 +41,11 @@ def test_auto_repeats_stop_when_decided_and_resume(project):
     assert "**WORSE** | decided at" in md and "**SAME** | inside ±0.5" in md
     again = run_cli("run", "matrix=auto", "progress=false", "tracking.enabled=false", cwd=project)
     assert again.returncode == 0 and "0 trials run" in again.stdout
+    html = run_cli("report", "matrix=auto", "format=html", cwd=project)
+    page = (project / "runs" / "auto" / "report.html").read_text()
+    assert html.returncode == 0 and "report.html" in html.stderr and page.count("data:image/png;base64,") == 3
+    js = json.loads(run_cli("report", "matrix=auto", "format=json", cwd=project).stdout)
+    assert {(c["arm"], c["verdict"]) for c in js["comparisons"]} == {("B", "SAME"), ("C", "WORSE")}
 
 
 def test_fix_goal_stops_after_enough_clean_runs(project):
