@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import collections
 import itertools
-import os
 import random
 import resource
 import sys
@@ -25,6 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from harness.core.classify import LogClassifier  # noqa: E402
+from tests.core.test_classify_fixtures import find_real_logs  # noqa: E402  (the same search as the tests)
 
 MB = 1 << 20
 _NORMAL = (
@@ -41,18 +41,6 @@ _NORMAL = (
     "node-{r}:{pid}:{port} [{r}] NCCL INFO Channel {n:02d}/0 : {r}[{r}] -> {t}[{t}] via P2P/CUMEM/read",
     "Loading safetensors checkpoint shards:  {p:.0f}% Completed | {n}/17 [00:04<00:05,  1.70it/s]",
 )
-
-
-def find_real_logs() -> Path | None:
-    """shared/fixtures/real-logs: $HARNESS_REAL_LOGS, else searched upwards from this file."""
-    env = os.environ.get("HARNESS_REAL_LOGS")
-    if env:
-        return Path(env) if Path(env).is_dir() else None
-    for parent in Path(__file__).resolve().parents:
-        candidate = parent / "shared" / "fixtures" / "real-logs"
-        if candidate.is_dir():
-            return candidate
-    return None
 
 
 def excerpts() -> list[str]:

@@ -48,8 +48,13 @@ def secs(v: float | None) -> str:
     return "-" if v is None else f"{v:.1f} s"
 
 
+def counts_text(pairs: Sequence[tuple[object, int]]) -> str:
+    """"60×3, 104×1" or "-"."""
+    return ", ".join(f"{v}×{c}" for v, c in pairs) or "-"
+
+
 def failing_bs(s: ArmSummary) -> str:
-    return ", ".join(f"{bs}×{c}" for bs, c in s.failing_bs) or "-"
+    return counts_text(s.failing_bs)
 
 
 def axes_of(summaries: Sequence[ArmSummary]) -> list[str]:

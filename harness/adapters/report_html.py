@@ -9,6 +9,7 @@ import shlex
 from html import escape
 from typing import Iterable, Sequence
 
+from harness.adapters.report import MAX_SIG, axes_of, counts_text, failing_bs, level_cell, short
 from harness.adapters.report_plots import (OUTCOME_COLOURS, Plot, gates_plot, ladder_plot, ready_plot,
                                            timeline_plot)
 from harness.core.outcome import Outcome
@@ -17,7 +18,6 @@ from harness.core.sequential import FixDecision
 from harness.core.summary import ArmSummary
 from harness.core.verdicts import Comparison, Verdict
 
-_MAX_SIG = 90
 _VERDICT_COLOURS = {Verdict.BETTER: "#c8e6c9", Verdict.WORSE: "#ffcdd2", Verdict.SAME: "#bbdefb",
                     Verdict.UNKNOWN: "#eeeeee"}
 _DECISION_COLOURS = {FixDecision.HOLDS: "#c8e6c9", FixDecision.FAILS: "#ffcdd2", FixDecision.CONTINUE: "#eeeeee",
@@ -59,9 +59,9 @@ def _num(text: str) -> str:
     return f'<td class="num">{escape(text)}</td>'
 
 
-def _sig(sig: str, limit: int | None = _MAX_SIG) -> str:
-    short = sig if limit is None or len(sig) <= limit else sig[: limit - 1] + "…"
-    return f'<code class="sig" title="{escape(sig)}">{escape(short)}</code>'
+def _sig(sig: str, limit: int | None = MAX_SIG) -> str:
+    shown = sig if limit is None else short(sig, limit)
+    return f'<code class="sig" title="{escape(sig)}">{escape(shown)}</code>'
 
 
 def _chip(outcome: str, count: int) -> str:
@@ -77,17 +77,12 @@ def _figure(plot: Plot | None, missing: str) -> str:
             f'alt="{escape(plot.alt)}"></figure>')
 
 
-def _axes(summaries: Sequence[ArmSummary]) -> list[str]:
-    return list(dict.fromkeys(a for s in summaries for a in s.levels))
-
-
-def _level(data: ReportData, axis: str, level: str | None) -> str:
+def _level(data: ReportData, s: ArmSummary, axis: str) -> str:
+    level = s.levels.get(axis)
     if level is None:
         return '<td class="c muted">-</td>'
-    if axis in data.binary_axes:
-        on = level == data.binary_axes[axis][1]
-        return f'<td class="c" title="{escape(level)}">{"✓" if on else "✗"}</td>'
-    return f'<td>{escape(level)}</td>'
+    text = escape(level_cell(s, axis, data.binary_axes))
+    return f'<td class="c" title="{escape(level)}">{text}</td>' if axis in data.binary_axes else f"<td>{text}</td>"
 
 
 def _gate_cell(s: ArmSummary, gate: str) -> str:
@@ -103,7 +98,7 @@ def _gate_cell(s: ArmSummary, gate: str) -> str:
 
 def _arm_table(data: ReportData) -> str:
     summaries = data.summaries
-    axes = _axes(summaries)
+    axes = axes_of(summaries)
     gates = list(dict.fromkeys(g.name for s in summaries for g in s.gates))
     header = ["Arm", *axes, "READY k/n", "Wilson 95 %", "Outcomes", *gates, "Ladder", "Failing bs",
               "Top signature"]
@@ -115,11 +110,11 @@ def _arm_table(data: ReportData) -> str:
         ci = "-" if s.n == 0 else f"{s.interval[0]:.2f} – {s.interval[1]:.2f}"
         top = "-" if not s.signatures else f"{s.signatures[0][1]}× {_sig(s.signatures[0][0])}" + (
             f' <span class="muted">(+{len(s.signatures) - 1} more)</span>' if len(s.signatures) > 1 else "")
-        rows.append([f"<b>{escape(s.label)}</b>{ref}", *(_level(data, a, s.levels.get(a)) for a in axes),
+        rows.append([f"<b>{escape(s.label)}</b>{ref}", *(_level(data, s, a) for a in axes),
                      f'<td class="num">{ready}</td>', _num(ci),
                      " ".join(_chip(o, c) for o, c in s.outcomes.items()) or "-",
                      *(_gate_cell(s, g) for g in gates), _num(s.shapes or "-"),
-                     escape(", ".join(f"{bs}×{c}" for bs, c in s.failing_bs) or "-"), f'<td class="sig">{top}</td>'])
+                     escape(failing_bs(s)), f'<td class="sig">{top}</td>'])
     return _table(header, rows) + (
         '<p class="muted">READY k/n counts launches that reached ready; PATCH_FAILED, INFRA and HARNESS_ERROR '
         "are not counted. Interval: Wilson score, 95 %. Gate numbers: mean ± standard error.</p>")
@@ -175,7 +170,7 @@ def _fix(data: ReportData) -> str:
 
 
 def _counts(values: Sequence[tuple[object, int]]) -> str:
-    return escape(", ".join(f"{v}×{c}" for v, c in values) or "-")
+    return escape(counts_text(values))
 
 
 def _drift(data: ReportData) -> str:

@@ -6,7 +6,7 @@ import shlex
 from typing import Sequence
 
 from harness.adapters.report import (
-    axes_of, diff_text, gates_text, level_cell, outcomes_text, p_text, ready_cell, short, side_text, top_signature,
+    axes_of, counts_text, diff_text, gates_text, level_cell, outcomes_text, p_text, ready_cell, short, side_text, top_signature,
 )
 from harness.core.matrix import Compare
 from harness.core.reportdata import ReportData
@@ -67,16 +67,12 @@ def _fix(data: ReportData) -> list[str]:
         table(["Arm", "Failures", "Upper 95%", "Lower 95%", "Target", "Fix"], rows)
 
 
-def _counts(pairs: Sequence[tuple[object, int]]) -> str:
-    return ", ".join(f"{v}×{c}" for v, c in pairs) or "-"
-
-
 def _drift(data: ReportData) -> list[str]:
     arms = [d for d in data.drift.arms if d.failures]
     if not arms:
         return []
-    rows = [[d.label, str(d.failures), str(len(d.signatures)), _counts(d.failing_bs), _counts(d.failing_ranks),
-             _counts(d.sites), "yes" if d.drifting else "no"] for d in arms]
+    rows = [[d.label, str(d.failures), str(len(d.signatures)), counts_text(d.failing_bs), counts_text(d.failing_ranks),
+             counts_text(d.sites), "yes" if d.drifting else "no"] for d in arms]
     out = ["", "**Signature drift** (failing launches: distinct signatures, and where they surfaced)", ""]
     out += table(["Arm", "Failures", "Signatures", "Failing bs", "Ranks", "Kernel / frame", "Drifting"], rows)
     sigs: list[str] = []

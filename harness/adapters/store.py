@@ -52,19 +52,17 @@ class Store:
             "arms": [{"arm_id": a.arm_id, "label": a.label, "levels": dict(a.levels), "title": a.title}
                      for a in arms]})
 
+    def _arms_file(self) -> dict[str, Any]:
+        path = self.root / "arms.json"
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
     def read_arms(self) -> list[dict[str, Any]]:
         """The legend written by the last run (empty if none)."""
-        path = self.root / "arms.json"
-        if not path.is_file():
-            return []
-        return list(json.loads(path.read_text(encoding="utf-8")).get("arms", []))
+        return list(self._arms_file().get("arms", []))
 
     def read_run(self) -> dict[str, Any]:
         """What the last run recorded beside its legend (file, description, adaptive settings)."""
-        path = self.root / "arms.json"
-        if not path.is_file():
-            return {}
-        return {k: v for k, v in json.loads(path.read_text(encoding="utf-8")).items() if k != "arms"}
+        return {k: v for k, v in self._arms_file().items() if k != "arms"}
 
     def result_paths(self) -> Iterator[Path]:
         """Every result.json of the campaign."""

@@ -9,7 +9,7 @@ from typing import Mapping, Sequence
 from harness.adapters.report import terminal_table, to_csv
 from harness.adapters.report_md import markdown
 from harness.adapters.store import Store
-from harness.core.arms import Arm, baseline_of, expand, switch_axes
+from harness.core.arms import Arm, baseline_of, expand, switch_axes, title_of
 from harness.core.drift import drift
 from harness.core.matrix import Compare, Goal, Matrix
 from harness.core.record import TrialResult
@@ -43,7 +43,7 @@ def _legend(s: ArmSummary, results: list[TrialResult], arm: Arm | None) -> Legen
     latest = max(results, key=lambda r: r.trial) if results else None
     env = redact_env(dict(arm.env)) if arm is not None else dict(latest.env) if latest else {}
     return LegendEntry(
-        label=s.label, arm_id=s.arm_id, title=", ".join(f"{k}={v}" for k, v in s.levels.items()) or "base",
+        label=s.label, arm_id=s.arm_id, title=title_of(s.levels),
         patches=tuple((p.name, p.sha256) for p in latest.source.patches) if latest else (),
         env=env, argv=tuple(latest.argv) if latest else ())
 

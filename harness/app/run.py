@@ -110,8 +110,8 @@ def run_matrix(matrix: Matrix, settings: Settings, console: Console) -> RunRepor
     progress = Progress(TextColumn("trials" + (" (at most)" if matrix.stats.adaptive else "")), BarColumn(),
                         MofNCompleteColumn(), TimeElapsedColumn(), console=console)
     seen = [] if settings.rerun and matrix.stats.adaptive else [r for r in store.results() if r.arm_id in by_id]
-    task = progress.add_task("trials", total=len(trials),
-                             completed=0 if settings.rerun else len({(r.arm_id, r.trial) for r in seen}))
+    before = 0 if settings.rerun else len(seen)      # results kept from earlier runs
+    task = progress.add_task("trials", total=len(trials), completed=before)
     live_on = console.is_terminal if settings.progress is None else settings.progress
     t0, ran = time.monotonic(), 0
     try:
@@ -141,9 +141,9 @@ def run_matrix(matrix: Matrix, settings: Settings, console: Console) -> RunRepor
         if writer is not None:
             writer.close()
             errors = tuple(writer.errors)
-    console.print(f"{ran} trials run, {len(seen) - ran if not settings.rerun else 0} already in the store, "
+    console.print(f"{ran} trials run, {before} already in the store, "
                   f"{time.monotonic() - t0:.1f} s", markup=False)
-    return RunReport(total=len(trials), skipped=len(trials) - ran if not matrix.stats.adaptive else len(seen) - ran,
+    return RunReport(total=len(trials), skipped=before if matrix.stats.adaptive else len(trials) - ran,
                      ran=ran, store=store.root, tracking_errors=errors)
 
 

@@ -29,12 +29,17 @@ class Arm:
     @property
     def title(self) -> str:
         """"fix=on, sync=off" (or "base" for a matrix without axes)."""
-        return ", ".join(f"{k}={v}" for k, v in self.levels.items()) or "base"
+        return title_of(self.levels)
 
     def launch_key(self) -> dict[str, Any]:
         """Everything that defines the launch of this arm, as plain data (what arm_id hashes)."""
         return {"levels": dict(self.levels), "model": self.model, "tp": self.tp, "dp": self.dp, "ep": self.ep,
                 "args": list(self.args), "env": dict(self.env), "patches": [p.as_dict() for p in self.patches]}
+
+
+def title_of(levels: Mapping[str, str]) -> str:
+    """An arm's levels as people write them: "fix=on, sync=off" ("base" without axes)."""
+    return ", ".join(f"{k}={v}" for k, v in levels.items()) or "base"
 
 
 def label_for(index: int) -> str:

@@ -9,8 +9,8 @@ from harness.core.arms import Arm
 from harness.core.matrix import Goal, Matrix, Schedule
 from harness.core.outcome import Outcome
 from harness.core.record import TrialResult
-from harness.core.sequential import Decision, FixDecision, design, fix_stands, replay
-from harness.core.verdicts import ArmData, pairs
+from harness.core.sequential import Decision, FixDecision, fix_stands
+from harness.core.verdicts import ArmData, sequential_stands
 
 
 @dataclass(frozen=True)
@@ -52,14 +52,8 @@ def _open_arms(arms: Sequence[Arm], results: Sequence[TrialResult], matrix: Matr
                 if fix_stands(len(ready[a.arm_id]) - sum(ready[a.arm_id]), len(ready[a.arm_id]), st.max_fail_rate,
                               max_n) is FixDecision.CONTINUE}
     data = [ArmData(a.arm_id, a.label, by_arm[a.arm_id]) for a in arms]
-    todo = pairs(data, baseline_id, st.compare)
-    rule = design(st.alpha / max(1, len(todo)), st.batch, max_n)
-    open_ = set()
-    for arm, ref in todo:
-        decision, _ = replay(rule, ready[arm.arm_id], ready[ref.arm_id], st.margin)
-        if decision is Decision.CONTINUE:
-            open_ |= {arm.arm_id, ref.arm_id}
-    return open_
+    return {a.arm_id for arm, ref, decision, _ in sequential_stands(data, baseline_id, st)
+            if decision is Decision.CONTINUE for a in (arm, ref)}
 
 
 def adaptive_batch(arms: Sequence[Arm], results: Sequence[TrialResult], matrix: Matrix,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from harness.core.arms import baseline_of, expand, title_of
 from harness.core.checker import Checker, kind, optional, scalar_str
 from harness.core.matrix import Axis, Compare, Goal, Matrix, Stats
 from harness.core.stats import RATE_TESTS
@@ -59,17 +60,13 @@ def check_baseline(c: Checker, matrix: Matrix) -> None:
     """The baseline must be one of the matrix's arms (after include / exclude)."""
     if matrix.baseline is None:
         return
-    from harness.core.arms import assignments, label_for   # arms imports this module's products only
-    arms = assignments(matrix)
-    titles = [", ".join(f"{k}={v}" for k, v in lv.items()) or "base" for lv in arms]
-    labels = [label_for(i) for i in range(len(arms))]
+    arms = expand(matrix)
+    if baseline_of(matrix, arms) is not None:
+        return
     if isinstance(matrix.baseline, str):
-        if matrix.baseline not in titles and matrix.baseline not in labels:
-            raise c.fail("baseline", f"no arm {matrix.baseline!r}; arms: "
-                                     + "; ".join(f"{lb} ({t})" for lb, t in zip(labels, titles, strict=True)))
-    elif dict(matrix.baseline) not in arms:
-        raise c.fail("baseline", "names an arm that include/exclude leave out: "
-                                 + ", ".join(f"{k}={v}" for k, v in matrix.baseline.items()))
+        raise c.fail("baseline", f"no arm {matrix.baseline!r}; arms: "
+                                 + "; ".join(f"{a.label} ({a.title})" for a in arms))
+    raise c.fail("baseline", "names an arm that include/exclude leave out: " + title_of(matrix.baseline))
 
 
 def assignment(c: Checker, m: Mapping[str, Any], where: str, names: Mapping[str, Axis], complete: bool) -> dict[str, str]:

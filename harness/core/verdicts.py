@@ -154,10 +154,18 @@ def _decide(c: Comparison, alpha: float, margin: float | None, lower_is_better: 
     return Verdict.UNKNOWN
 
 
-def _sequential(c: Comparison, arm: ArmData, ref: ArmData, stats: Stats, n_pairs: int) -> Comparison:
-    d = design(stats.alpha / n_pairs, stats.batch, stats.max_repeats or 1)
+def sequential_stands(arms: Sequence[ArmData], baseline_id: str | None,
+                      stats: Stats) -> list[tuple[ArmData, ArmData, Decision, int]]:
+    """Where each pair stands under the sequential rule (alpha split evenly over the pairs), replayed
+    from the arms' counted launches in order: (arm, ref, decision, launches per arm it took)."""
+    todo = pairs(arms, baseline_id, stats.compare)
+    rule = design(stats.alpha / max(1, len(todo)), stats.batch, stats.max_repeats or 1)
+    return [(arm, ref, *replay(rule, _ready(arm.results), _ready(ref.results), stats.margin)) for arm, ref in todo]
+
+
+def _sequential(c: Comparison, arm: ArmData, ref: ArmData, decision: Decision, n: int, stats: Stats,
+                n_pairs: int) -> Comparison:
     xs, ys = _ready(arm.results), _ready(ref.results)
-    decision, n = replay(d, xs, ys, stats.margin)
     if decision is Decision.DIFFERENT:
         # The direction of the launches the rule decided on (the first n of each arm), not of all of
         # them: an arm may have run on after its pair was decided, and the totals may even tie.
@@ -175,13 +183,15 @@ def judge(arms: Sequence[ArmData], baseline_id: str | None, stats: Stats) -> lis
     """Every comparison the stats block asks for, in pair order: READY, then gate pass rates, then
     gate metrics."""
     todo = pairs(arms, baseline_id, stats.compare)
+    stands = {(a.arm_id, r.arm_id): (d, n) for a, r, d, n in sequential_stands(arms, baseline_id, stats)} \
+        if stats.adaptive else {}
     gates, metrics = _metrics(arms)
     fixed: list[tuple[Comparison, float | None, bool]] = []    # (comparison, SAME margin, lower is better)
     sequential: list[Comparison] = []
     for arm, ref in todo:
         ready = _rate(READY, arm, ref, _ready(arm.results), _ready(ref.results), stats)
         if stats.adaptive:
-            sequential.append(_sequential(ready, arm, ref, stats, len(todo)))
+            sequential.append(_sequential(ready, arm, ref, *stands[(arm.arm_id, ref.arm_id)], stats, len(todo)))
         else:
             fixed.append((ready, stats.margin, False))
         for g in gates:
