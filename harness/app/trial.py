@@ -10,6 +10,7 @@ import socket
 import sys
 import time
 import traceback
+import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -166,8 +167,9 @@ def run_trial(spec: TrialSpec, store: Store) -> TrialResult:
     engine = get_engine(t.engine)
     base = TrialResult(
         matrix=spec.matrix.name, arm_id=arm.arm_id, label=arm.label, levels=dict(arm.levels), trial=spec.k,
-        outcome=Outcome.HARNESS_ERROR, engine=t.engine, model=arm.model, tp=arm.tp, dp=arm.dp, ep=arm.ep,
-        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        outcome=Outcome.HARNESS_ERROR, launch_id=uuid.uuid4().hex, engine=t.engine, model=arm.model,
+        tp=arm.tp, dp=arm.dp, ep=arm.ep,
+        started_at=datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
         host=host_info(),
         source=SourceRecord(repo=str(spec.source_top) if spec.source_top else None,
                             ref=getattr(t.source, "ref", None), base_sha=spec.base_sha))

@@ -61,6 +61,7 @@ class TrialResult:
     levels: Mapping[str, str]
     trial: int
     outcome: Outcome
+    launch_id: str | None = None       # unique per launch: a re-launch of trial k is another launch
     first_error_line: str | None = None
     failing_rank: str | None = None
     signature: str | None = None
@@ -76,7 +77,7 @@ class TrialResult:
     env: Mapping[str, str] = field(default_factory=dict)   # redacted, harness-set keys only
     config: Mapping[str, Any] = field(default_factory=dict)  # resolved arm config
     source: SourceRecord = SourceRecord()
-    started_at: str | None = None      # ISO-8601 UTC
+    started_at: str | None = None      # ISO-8601 UTC, milliseconds
     startup_s: float | None = None     # launch -> ready (None unless READY)
     duration_s: float | None = None    # launch -> stopped
     verdict_s: float | None = None     # launch -> outcome known
