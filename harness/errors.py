@@ -30,3 +30,12 @@ class SourceError(HarnessError):
 
 class InfraError(HarnessError):
     """The host is not fit to run the trial (port in use, unhealthy device)."""
+
+
+class NoCampaign(HarnessError):
+    """A report or load found no stored trial of the matrix where it looked."""
+
+    def __init__(self, matrix: str, root: str):
+        self.matrix, self.root = matrix, root
+        super().__init__(f"no campaign of matrix {matrix!r} under {root} (nothing stored there); run it first "
+                         f"(harness run matrix={matrix}) or point at its store with runs_dir=PATH")

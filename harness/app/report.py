@@ -10,6 +10,7 @@ from harness.adapters.report import terminal_table, to_csv
 from harness.adapters.report_md import markdown
 from harness.adapters.store import Store
 from harness.core.arms import Arm, baseline_of, expand, switch_axes, title_of
+from harness.core.campaign import select
 from harness.core.drift import drift
 from harness.core.matrix import Compare, Goal, Matrix
 from harness.core.record import TrialResult
@@ -19,6 +20,7 @@ from harness.core.sequential import clean_runs_needed, fix_stands
 from harness.core.stats import lower_bound, upper_bound
 from harness.core.summary import ArmSummary, summarize
 from harness.core.verdicts import ArmData, judge
+from harness.errors import NoCampaign
 
 FORMATS = ("md", "html", "csv", "json")
 
@@ -68,18 +70,23 @@ def report_data(matrix: Matrix, store: Store) -> ReportData:
             matrix.stats, adaptive=True, batch=int(adaptive["batch"]), max_repeats=int(adaptive["max_repeats"]),
             alpha=float(adaptive["alpha"]), margin=float(adaptive["margin"]), compare=Compare(adaptive["compare"]),
             goal=Goal(adaptive["goal"])))
-    return compute(matrix, legend, store.results())
+    return compute(matrix, legend, store.results(), size=store.size())
 
 
-def compute(matrix: Matrix, legend: Sequence[Mapping[str, object]], results: Sequence[TrialResult]) -> ReportData:
-    """Summaries, verdicts and drift from results (also for the live view of a run)."""
+def compute(matrix: Matrix, legend: Sequence[Mapping[str, object]], results: Sequence[TrialResult],
+            size: int | None = None) -> ReportData:
+    """Summaries, verdicts and drift from the campaign's trials among results: 1..size of each arm
+    (core.campaign; every one when size is None, as for the live view's own selection)."""
+    campaign = select(results, size)
+    results = campaign.counted
     summaries = summarize(results, legend)
     by_arm: dict[str, list[TrialResult]] = {}
     for r in sorted(results, key=lambda r: r.trial):
         by_arm.setdefault(r.arm_id, []).append(r)
     current = summaries[: len(legend)]     # verdicts compare the arms of the last run, not older ones
     arms = expand(matrix)
-    declared = {(a.label, tuple(a.levels.items())): a for a in arms}
+    # Levels as a set: the store writes them sorted, the matrix declares them in its own order.
+    declared = {(a.label, frozenset(a.levels.items())): a for a in arms}
     base = baseline_of(matrix, arms)
     base_label = base.label if base is not None else (current[0].label if current else None)
     base_id = next((s.arm_id for s in current if s.label == base_label), None)
@@ -89,13 +96,15 @@ def compute(matrix: Matrix, legend: Sequence[Mapping[str, object]], results: Seq
     notes = [matrix.description] if matrix.description else []
     if shas:
         notes.append(f"Base: {', '.join(s[:12] for s in shas)}")
+    if campaign.kept:
+        notes.append(campaign.kept_text())
     title = f"{matrix.name}: {matrix.target.engine}" + (f" {matrix.target.model}" if matrix.target.model else "")
     return ReportData(
         matrix=matrix.name, title=title, notes=tuple(notes), summaries=tuple(summaries),
         comparisons=tuple(comparisons),
         drift=drift([(s.arm_id, s.label, by_arm.get(s.arm_id, [])) for s in summaries]),
         results=tuple(r for s in summaries for r in by_arm.get(s.arm_id, [])),
-        legend=tuple(_legend(s, by_arm.get(s.arm_id, []), declared.get((s.label, tuple(s.levels.items()))))
+        legend=tuple(_legend(s, by_arm.get(s.arm_id, []), declared.get((s.label, frozenset(s.levels.items()))))
                      for s in summaries),
         stats=matrix.stats, baseline=base_label,
         fix=tuple(_fix(matrix, s) for s in current) if matrix.stats.goal is Goal.FIX else (),
@@ -105,6 +114,9 @@ def compute(matrix: Matrix, legend: Sequence[Mapping[str, object]], results: Seq
 def build_report(matrix: Matrix, runs_dir: Path, formats: tuple[str, ...] = ("md", "csv")) -> Report:
     """The report; writes report.<fmt> beside the results for each format asked for."""
     store = Store(runs_dir, matrix.name)
+    if not any(True for _ in store.result_paths()):
+        # Said, not shown as 0/0: a report from another folder reads another (empty) runs/.
+        raise NoCampaign(matrix.name, str(store.root.resolve()))
     data = report_data(matrix, store)
     md = markdown(data)
     csv_text = to_csv(data)
