@@ -154,3 +154,66 @@ def test_holm_never_below_raw(ps):
 def test_holm_single_and_known():
     assert holm([0.03]) == [0.03]
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+
+
+# ---------------------------------------------------------------- Barnard's exact test
+
+from fractions import Fraction  # noqa: E402
+
+import numpy as np  # noqa: E402
+from scipy.stats import binom  # noqa: E402
+
+RATES = np.linspace(0.0005, 0.9995, 1999)      # the common READY rate under "no difference"
+
+
+def barnard_reference(n1, n2):
+    """Barnard's two-sided test from its definition, independently of harness, for every table of
+    n1 vs n2 launches: tables ranked by the pooled score statistic in exact fractions, P(at least as
+    extreme | p) maximised over a fine grid of p."""
+    def score2(a, b):
+        p = Fraction(a + b, n1 + n2)
+        if Fraction(a, n1) == Fraction(b, n2):
+            return Fraction(0)
+        return (Fraction(a, n1) - Fraction(b, n2)) ** 2 / (p * (1 - p) * (Fraction(1, n1) + Fraction(1, n2)))
+    scores = [[score2(a, b) for b in range(n2 + 1)] for a in range(n1 + 1)]
+    grid = np.linspace(0.0, 1.0, 40001)
+    both = np.einsum("pa,pb->pab", binom.pmf(np.arange(n1 + 1)[None, :], n1, grid[:, None]),
+                     binom.pmf(np.arange(n2 + 1)[None, :], n2, grid[:, None]))
+    return {(k1, k2): float(both[:, np.array(scores) >= scores[k1][k2]].sum(axis=1).max())
+            for k1 in range(n1 + 1) for k2 in range(n2 + 1)}
+
+
+def test_barnard_takes_the_arms_as_the_two_samples():
+    # scipy's barnard_exact wants the samples as columns: [[ready1, ready2], [failed1, failed2]]
+    from scipy.stats import barnard_exact
+    right = barnard_exact([[3, 6], [3, 0]]).pvalue
+    assert right == pytest.approx(0.06758, abs=1e-5)
+    assert rate_p_value(3, 6, 6, 6, "barnard") == pytest.approx(right, abs=1e-9)
+    # the same evidence written the other way round, READY <-> failed, and with the arms swapped
+    for args in [(0, 6, 3, 6), (6, 6, 3, 6), (3, 6, 0, 6)]:
+        assert rate_p_value(*args, "barnard") == rate_p_value(3, 6, 6, 6, "barnard")
+
+
+@pytest.mark.parametrize("n1,n2", [(6, 6), (4, 7), (3, 10)])
+def test_barnard_matches_its_definition(n1, n2):
+    for (k1, k2), p in barnard_reference(n1, n2).items():
+        assert rate_p_value(k1, n1, k2, n2, "barnard") == pytest.approx(p, abs=1e-6), (k1, n1, k2, n2)
+
+
+def test_barnard_counts_tables_that_tie_the_observed_one():
+    # 0/6 vs 5/6 ties its mirror 1/6 vs 6/6 exactly; a floating-point ranking dropped it (0.0039)
+    assert rate_p_value(0, 6, 5, 6, "barnard") == pytest.approx(0.0063477, abs=1e-6)
+
+
+def false_different(n, test, alpha=0.05):
+    """Exact worst case over the common rate of P(p < alpha) for n launches per arm, both arms alike."""
+    k = np.arange(n + 1)
+    reject = np.array([[rate_p_value(a, n, b, n, test) < alpha for b in k] for a in k])
+    pmf = binom.pmf(k[None, :], n, RATES[:, None])
+    return float(np.einsum("pa,pb,ab->p", pmf, pmf, reject).max())
+
+
+@pytest.mark.parametrize("n", [6, 12])
+@pytest.mark.parametrize("test", ["barnard", "fisher"])
+def test_false_different_within_alpha(n, test):
+    assert false_different(n, test) <= 0.05
