@@ -144,7 +144,9 @@ def resolve_paths(matrix: Matrix) -> Matrix:
     target = replace(t, python=_local(t.python, base), model=_local(t.model, base))
     axes = tuple(replace(a, levels=tuple(replace(lv, model=_local(lv.model, base)) for lv in a.levels))
                  for a in matrix.axes)
-    return replace(matrix, target=target, axes=axes)
+    given = [t.python, t.model, *(lv.model for a in matrix.axes for lv in a.levels)]
+    shown = {_local(v, base): v for v in given if v is not None and _local(v, base) != v}
+    return replace(matrix, target=target, axes=axes, given_paths={**matrix.given_paths, **shown})
 
 
 def load(argv: Sequence[str], cwd: Path | None = None) -> tuple[Matrix, Settings]:

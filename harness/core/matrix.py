@@ -181,3 +181,6 @@ class Matrix:
     gates: tuple[Mapping[str, object], ...] = ()
     description: str = ""
     stats: Stats = Stats()
+    # Local paths as the matrix wrote them ("~/venvs/x/bin/python"), by their resolved form: what a
+    # dry run shows, so that it reads the same on a laptop and on the cluster. Display only.
+    given_paths: Mapping[str, str] = field(default_factory=dict, compare=False)

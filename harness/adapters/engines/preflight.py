@@ -18,6 +18,7 @@ from harness.adapters.engines.base import context_for, get_engine
 from harness.adapters.engines.flags import setting_key
 from harness.core.arms import Arm, expand
 from harness.core.matrix import Matrix
+from harness.core.problems import Problem
 from harness.errors import ConfigError
 
 VISIBILITY_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
@@ -60,23 +61,45 @@ def host_gpus(env: Mapping[str, str] | None = None) -> int | None:
     return visible if visible is not None else smi_count()
 
 
-def check_matrix(matrix: Matrix, visible_gpus: int | None) -> None:
-    """Everything the engine can judge before launch; ConfigError naming file and key.
-    visible_gpus: host_gpus() for a real run, None to skip the GPU check (a dry run)."""
+def matrix_problems(matrix: Matrix, visible_gpus: int | None) -> list[Problem]:
+    """Everything the engine can judge before launch, every arm's GPU shortfall included.
+    visible_gpus: host_gpus() (None where the GPUs cannot be counted: the GPU check is skipped)."""
     engine = get_engine(matrix.target.engine)
-    engine.check(matrix)
+    problems = []
+    try:
+        engine.check(matrix)
+    except ConfigError as e:
+        problems.append(Problem.of(e))
     if visible_gpus is None:
-        return
+        return problems
+    short: dict[tuple, list[Arm]] = {}   # arms short of GPUs alike are one problem, not one per arm
     for arm in expand(matrix):
         visible = count_visible(arm.env)
         visible = visible_gpus if visible is None else visible
         need = engine.gpus(context_for(matrix, arm, python="python", port=0))
         if visible and need > visible:
-            raise ConfigError(
-                f"arm {arm.label} ({arm.title}) needs {need} GPUs ({engine.name}: tp {arm.tp} × dp {arm.dp}"
-                f"{_extra(arm)}) but {visible} {'is' if visible == 1 else 'are'} visible on this host "
-                f"(CUDA_VISIBLE_DEVICES / nvidia-smi)",
-                file=matrix.file, key=setting_key(matrix, arm, ("tp", "dp")))
+            key = setting_key(matrix, arm, ("tp", "dp"))
+            short.setdefault((key, need, visible, arm.tp, arm.dp, arm.ep), []).append(arm)
+    every = len(short) == 1 and len(next(iter(short.values()))) == len(expand(matrix)) > 1
+    for (key, need, visible, _, _, _), arms in short.items():
+        if every:
+            who = f"every arm ({arms[0].label}–{arms[-1].label}) needs"
+        elif len(arms) > 1:
+            who = f"arms {', '.join(a.label for a in arms)} need"
+        else:
+            who = f"arm {arms[0].label} ({arms[0].title}) needs"
+        problems.append(Problem(key, (
+            f"{who} {need} GPUs "
+            f"({engine.name}: tp {arms[0].tp} × dp {arms[0].dp}{_extra(arms[0])}) but {visible} "
+            f"{'is' if visible == 1 else 'are'} visible on this host (CUDA_VISIBLE_DEVICES / nvidia-smi)")))
+    return problems
+
+
+def check_matrix(matrix: Matrix, visible_gpus: int | None) -> None:
+    """matrix_problems as an error: ConfigError (file and key) for the first one."""
+    problems = matrix_problems(matrix, visible_gpus)
+    if problems:
+        raise ConfigError(problems[0].message, file=matrix.file, key=problems[0].key)
 
 
 def _extra(arm: Arm) -> str:

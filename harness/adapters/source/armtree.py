@@ -21,16 +21,19 @@ def patch_specs(patches: Sequence[PatchRef], matrix_dir: Path, *, file: str | No
                 key_of: Callable[[int], str] | None = None) -> list[PatchSpec]:
     """The matrix's patch references as specs: diff files resolved beside the matrix, PRs as their
     cached diff (fetched now if absent; ConfigError saying where to put it if that fails)."""
-    out = []
-    for i, p in enumerate(patches):
-        if p.diff is not None:
-            out.append(PatchSpec(diff=(matrix_dir / p.diff).resolve()))
-        elif p.pr is not None:
-            path = prcache.resolve(p.pr, file=file, key=f"{key_of(i)}.pr" if key_of else None)
-            out.append(PatchSpec(diff=path.resolve(), label=p.name))
-        else:
-            out.append(PatchSpec(commit=p.commit, range=p.range))
-    return out
+    return [spec_of(p, matrix_dir, prcache.resolve(p.pr, file=file, key=f"{key_of(i)}.pr" if key_of else None)
+                    if p.pr is not None else None) for i, p in enumerate(patches)]
+
+
+def spec_of(p: PatchRef, matrix_dir: Path, pr_diff: Path | None = None) -> PatchSpec:
+    """One patch reference as a spec; a PR needs its cached diff (pr_diff)."""
+    if p.diff is not None:
+        return PatchSpec(diff=(matrix_dir / p.diff).resolve())
+    if p.pr is not None:
+        if pr_diff is None:
+            raise ValueError(f"the PR {p.pr} needs its cached diff")
+        return PatchSpec(diff=pr_diff.resolve(), label=p.name)
+    return PatchSpec(commit=p.commit, range=p.range)
 
 
 @dataclass(frozen=True)

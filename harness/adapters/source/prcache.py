@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import urllib.error
 import urllib.request
 from datetime import datetime, timezone
@@ -53,35 +54,48 @@ def url_of(pr: str) -> str:
     return f"{base.rstrip('/')}/{owner}/{repo}/pull/{n}.diff"
 
 
+def cached(pr: str, *, file: str | None = None, key: str | None = None) -> Path | None:
+    """The cached diff of pr, or None when it is not in the cache; never touches the network nor
+    writes. ConfigError when a cached diff no longer has the sha256 recorded at its fetch."""
+    path = diff_path(pr)
+    if not path.is_file():
+        return None
+    meta = path.with_suffix(".json")
+    if meta.is_file():
+        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+        recorded = json.loads(meta.read_text()).get("sha256")
+        if recorded != sha:
+            raise ConfigError(f"the cached diff {path} of {pr} has changed since it was fetched (sha256 {sha}, "
+                              f"recorded {recorded}); delete {meta} to accept it, or both files to fetch again",
+                              file=file, key=key)
+    return path
+
+
+def offline_hint(pr: str) -> str:
+    """How to give a machine without network the diff of pr: the URL and where to put the file."""
+    url, path = url_of(pr), diff_path(pr)
+    return (f"with network run `curl -fL {url} -o {shlex.quote(str(path))}`; without, fetch it elsewhere and "
+            f"put the file at {path} (or set {CACHE_ENV} to its folder)")
+
+
 def resolve(pr: str, *, file: str | None = None, key: str | None = None, timeout_s: float = TIMEOUT_S) -> Path:
     """The cached diff of pr, fetched first if absent. ConfigError (naming file and key) when it can
     be neither read nor fetched, saying where to put the diff by hand; or when a cached diff no
     longer has the sha256 recorded at its fetch."""
-    path = diff_path(pr)
-    meta = path.with_suffix(".json")
-    if path.is_file():
-        data = path.read_bytes()
-        sha = hashlib.sha256(data).hexdigest()
-        if meta.is_file():
-            recorded = json.loads(meta.read_text()).get("sha256")
-            if recorded != sha:
-                raise ConfigError(f"the cached diff {path} of {pr} has changed since it was fetched (sha256 {sha}, "
-                                  f"recorded {recorded}); delete {meta} to accept it, or both files to fetch again",
-                                  file=file, key=key)
-        else:
-            _write_meta(meta, pr, "placed by hand", sha)
+    path = cached(pr, file=file, key=key)
+    if path is not None:
+        meta = path.with_suffix(".json")
+        if not meta.is_file():
+            _write_meta(meta, pr, "placed by hand", hashlib.sha256(path.read_bytes()).hexdigest())
         return path
-    url = url_of(pr)
+    path, url = diff_path(pr), url_of(pr)
     try:
         data = _fetch(url, timeout_s)
     except (OSError, ValueError) as e:   # URLError, HTTPError, timeouts are OSErrors
         why = f"HTTP {e.code} {e.reason}" if isinstance(e, urllib.error.HTTPError) else getattr(e, "reason", None) or e
-        raise ConfigError(
-            f"cannot fetch {pr} from {url} ({why}); on a machine with network run "
-            f"`curl -fL {url} -o {path.name}` and put the file at {path} (or set {CACHE_ENV} to its folder)",
-            file=file, key=key) from None
+        raise ConfigError(f"cannot fetch {pr} from {url} ({why}); {offline_hint(pr)}", file=file, key=key) from None
     atomic_write(path, data)
-    _write_meta(meta, pr, url, hashlib.sha256(data).hexdigest())
+    _write_meta(path.with_suffix(".json"), pr, url, hashlib.sha256(data).hexdigest())
     return path
 
 
