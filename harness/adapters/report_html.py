@@ -10,8 +10,8 @@ from html import escape
 from typing import Iterable, Sequence
 
 from harness.adapters.report import MAX_SIG, axes_of, counts_text, failing_bs, level_cell, short
-from harness.adapters.report_plots import (OUTCOME_COLOURS, Plot, gates_plot, ladder_plot, ready_plot,
-                                           timeline_plot)
+from harness.adapters.report_plots import (OUTCOME_COLOURS, Plot, arm_name, arm_names, gates_plot, ladder_plot,
+                                           ready_plot, timeline_plot)
 from harness.core.outcome import Outcome
 from harness.core.reportdata import ReportData
 from harness.core.sequential import FixDecision
@@ -77,6 +77,12 @@ def _figure(plot: Plot | None, missing: str) -> str:
             f'alt="{escape(plot.alt)}"></figure>')
 
 
+def _name(name: str) -> str:
+    """An arm's name as every section shows it: the label bold, then the title."""
+    label, sep, title = name.partition(" · ")
+    return f"<b>{escape(label)}</b>{escape(sep)}{escape(title)}"
+
+
 def _level(data: ReportData, s: ArmSummary, axis: str) -> str:
     level = s.levels.get(axis)
     if level is None:
@@ -102,7 +108,7 @@ def _arm_table(data: ReportData) -> str:
     gates = list(dict.fromkeys(g.name for s in summaries for g in s.gates))
     header = ["Arm", *axes, "READY k/n", "Wilson 95 %", "Outcomes", *gates, "Ladder", "Failing bs",
               "Top signature"]
-    rows = []
+    rows, names = [], arm_names(data)
     for s in summaries:
         ref = ' <span class="muted">(ref)</span>' if s.label == data.baseline else ""
         ready = escape(f"{s.ready}/{s.n}") + (
@@ -110,7 +116,7 @@ def _arm_table(data: ReportData) -> str:
         ci = "-" if s.n == 0 else f"{s.interval[0]:.2f} – {s.interval[1]:.2f}"
         top = "-" if not s.signatures else f"{s.signatures[0][1]}× {_sig(s.signatures[0][0])}" + (
             f' <span class="muted">(+{len(s.signatures) - 1} more)</span>' if len(s.signatures) > 1 else "")
-        rows.append([f"<b>{escape(s.label)}</b>{ref}", *(_level(data, s, a) for a in axes),
+        rows.append([_name(names[s.label]) + ref, *(_level(data, s, a) for a in axes),
                      f'<td class="num">{ready}</td>', _num(ci),
                      " ".join(_chip(o, c) for o, c in s.outcomes.items()) or "-",
                      *(_gate_cell(s, g) for g in gates), _num(s.shapes or "-"),
@@ -144,7 +150,9 @@ def _p(p: float | None) -> str:
 def _verdicts(data: ReportData) -> str:
     if not data.comparisons:
         return '<p class="nodata">No comparisons: fewer than two arms to compare.</p>'
-    rows = [[escape(c.metric), f"<b>{escape(c.arm)}</b> vs {escape(c.ref)}", _num(_value(c, "arm")),
+    names = arm_names(data)
+    rows = [[escape(c.metric), f"{_name(names.get(c.arm, c.arm))} vs {_name(names.get(c.ref, c.ref))}",
+             _num(_value(c, "arm")),
              _num(_value(c, "ref")), _num(_diff(c)), escape(c.test), _num(_p(c.p_value)), _num(_p(c.p_adjusted)),
              f'<td class="verdict" style="background:{_VERDICT_COLOURS[c.verdict]}">{escape(c.verdict.value)}</td>',
              escape(c.note)] for c in data.comparisons]
@@ -158,7 +166,8 @@ def _verdicts(data: ReportData) -> str:
 def _fix(data: ReportData) -> str:
     if not data.fix:
         return ""
-    rows = [[f"<b>{escape(f.label)}</b>", _num(f"{f.failures}/{f.n}"), _num(f"{f.upper:.2f} vs {f.target:.2f}"),
+    names = arm_names(data)
+    rows = [[_name(names.get(f.label, f.label)), _num(f"{f.failures}/{f.n}"), _num(f"{f.upper:.2f} vs {f.target:.2f}"),
              _num(f"{f.lower:.2f}"),
              f'<td class="verdict" style="background:{_DECISION_COLOURS[f.decision]}">{escape(f.decision.value)}</td>',
              _num(str(f.clean_needed))] for f in data.fix]
@@ -174,16 +183,16 @@ def _counts(values: Sequence[tuple[object, int]]) -> str:
 
 
 def _drift(data: ReportData) -> str:
-    out = []
+    out, names = [], arm_names(data)
     for d in data.drift.arms:
         if not d.failures:
             launches = len(data.results_of(d.arm_id))
-            out.append(f'<h3>{escape(d.label)} <span class="badge stable">no failures</span> '
+            out.append(f'<h3>{_name(names.get(d.label, d.label))} <span class="badge stable">no failures</span> '
                        f'<span class="muted">in {launches} launch{"es" * (launches != 1)}</span></h3>')
             continue
         badge = '<span class="badge drifting">drifting</span>' if d.drifting else \
             '<span class="badge stable">one failure mode</span>'
-        out.append(f"<h3>{escape(d.label)}: {d.failures} failure{'s' * (d.failures != 1)} {badge}</h3>")
+        out.append(f"<h3>{_name(names.get(d.label, d.label))}: {d.failures} failure{'s' * (d.failures != 1)} {badge}</h3>")
         out.append(_table(["Launches", "Signature"], [[_num(str(c)), _sig(s, None)] for s, c in d.signatures]))
         out.append(_table(["Failing bs", "Failing rank", "Surfacing kernel"],
                           [[_counts(d.failing_bs), _counts(d.failing_ranks), _counts(d.sites)]]))
@@ -192,7 +201,8 @@ def _drift(data: ReportData) -> str:
     if data.drift.shared:
         out.append("<h3>Signatures seen in several arms</h3>" + _table(
             ["Signature", "Arms"],
-            [[_sig(s, None), escape(", ".join(labels))] for s, labels in data.drift.shared.items()]))
+            [[_sig(s, None), "; ".join(_name(names.get(lbl, lbl)) for lbl in labels)]
+             for s, labels in data.drift.shared.items()]))
     return "".join(out)
 
 
@@ -202,9 +212,9 @@ def _legend(data: ReportData) -> str:
         patches = "<br>".join(f'{escape(n)}<br><code class="sha">{escape(sha)}</code>' for n, sha in e.patches) or "-"
         env = "<br>".join(f"<code>{escape(k)}={escape(v)}</code>" for k, v in sorted(e.env.items())) or "-"
         argv = f'<td class="cmd"><pre>{escape(shlex.join(e.argv))}</pre></td>' if e.argv else "-"
-        rows.append([f"<b>{escape(e.label)}</b>", f"<code>{escape(e.arm_id)}</code>", escape(e.title),
-                     patches, env, argv])
-    return _table(["Arm", "Id", "Levels", "Patches (sha256)", "Env", "Command"], rows)
+        rows.append([_name(arm_name(e.label, e.title)),
+                     f"<code>{escape(e.arm_id)}</code>", patches, env, argv])
+    return _table(["Arm", "Id", "Patches (sha256)", "Env", "Command"], rows)
 
 
 def html(data: ReportData) -> str:

@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.transforms import blended_transform_factory
 
+from harness.core.arms import title_of
 from harness.core.outcome import Outcome
 from harness.core.record import TrialResult
 from harness.core.reportdata import ReportData
@@ -64,19 +65,18 @@ def _render(fig: Figure, alt: str) -> Plot:
                 round(width * scale), round(height * scale), alt)
 
 
-def arm_caption(s: ArmSummary, binary_axes: Mapping[str, tuple[str, str]]) -> str:
-    """"D: +pr32467 +pr33795": switches that are on, other axes as axis=level."""
-    parts = []
-    for axis, level in s.levels.items():
-        if axis in binary_axes:
-            if level == binary_axes[axis][1]:
-                parts.append(f"+{axis}")
-        else:
-            parts.append(f"{axis}={level}")
-    if not parts and s.levels:
-        parts.append("all off")
-    text = f"{s.label}: {' '.join(parts)}" if parts else s.label
-    return textwrap.fill(text, 34)
+def arm_name(label: str, title: str) -> str:
+    """How every section of the HTML report names an arm: its label and title ("B · fix=on")."""
+    return f"{label} · {title}"
+
+
+def arm_names(data: ReportData) -> dict[str, str]:
+    """label -> arm_name for the reported arms."""
+    return {s.label: arm_name(s.label, title_of(s.levels)) for s in data.summaries}
+
+
+def _tick(name: str) -> str:
+    return textwrap.fill(name, 34)
 
 
 def _rows_height(labels: Sequence[str], per_row: float) -> float:
@@ -94,7 +94,8 @@ def ready_plot(data: ReportData) -> Plot | None:
     arms = list(data.summaries)
     if not any(s.n for s in arms):
         return None
-    labels = [arm_caption(s, data.binary_axes) + (" (ref)" if s.label == data.baseline else "") for s in arms]
+    names = [arm_names(data)[s.label] + (" (ref)" if s.label == data.baseline else "") for s in arms]
+    labels = [_tick(n) for n in names]
     fig = Figure(figsize=(9, _rows_height(labels, 0.55) + 1.3))
     ax = fig.add_subplot()
     right = blended_transform_factory(ax.transAxes, ax.transData)
@@ -113,7 +114,7 @@ def ready_plot(data: ReportData) -> Plot | None:
     ax.set_xlabel("READY rate (bar) with Wilson 95 % interval; right: READY k/n [interval]")
     ax.set_title("READY rate per arm", loc="left")
     ax.grid(axis="x", alpha=0.3)
-    return _render(fig, "READY rate per arm with Wilson 95 % intervals")
+    return _render(fig, f"READY rate per arm with Wilson 95 % intervals: {'; '.join(names)}")
 
 
 def _ladder_row(r: TrialResult, steps: int) -> list[int]:
@@ -152,20 +153,23 @@ def ladder_plot(data: ReportData) -> Plot | None:
     for y in range(1, len(rows)):
         if rows[y].arm_id != rows[y - 1].arm_id:
             ax.axhline(y, color="#424242", linewidth=1.2)
-    labels = {s.arm_id: s.label for s in data.summaries}
+    names = {s.arm_id: arm_names(data)[s.label] for s in data.summaries}
     ax.set_yticks([y + 0.5 for y in range(len(rows))],
-                  [f"{labels[r.arm_id]}#{r.trial} {r.outcome.value}" for r in rows], fontsize=7.5)
+                  [f"{names[r.arm_id]} #{r.trial} {r.outcome.value}" for r in rows], fontsize=7.5)
     ax.set_ylim(len(rows), 0)
     every = 1 if steps <= 40 else 5
     ax.set_xticks([i + 0.5 for i in range(1, steps + 1) if i == 1 or i % every == 0],
                   [str(i) for i in range(1, steps + 1) if i == 1 or i % every == 0], fontsize=7)
     ax.set_xlabel("capture step (number in a red cell: the failing bs)")
-    ax.set_title("Capture ladder per trial: columns are capture steps in capture order "
-                 "(sglang captures the largest bs first)", loc="left", fontsize=11)
+    # The engine of the campaign's own launches, not an assumption: each engine orders its ladder.
+    engines = ", ".join(sorted({r.engine for r in rows if r.engine}))
+    caption = (f"Capture ladder per trial{f' ({engines} logs)' if engines else ''}: columns are capture steps "
+               "in the order the log printed them")
+    ax.set_title(caption, loc="left", fontsize=11)
     fig.legend(handles=[Patch(facecolor=c, edgecolor="#9e9e9e", label=n)
                         for c, n in zip(_LADDER_COLOURS[::-1], _LADDER_NAMES[::-1], strict=True)],
                loc="outside lower center", ncol=4, fontsize=8, frameon=False)
-    return _render(fig, "Capture ladder per trial")
+    return _render(fig, f"{caption}. Rows: {'; '.join(dict.fromkeys(names[r.arm_id] for r in rows))}")
 
 
 def _start(r: TrialResult) -> datetime | None:
@@ -181,7 +185,8 @@ def timeline_plot(data: ReportData) -> Plot | None:
     row = {s.arm_id: y for y, s in enumerate(arms)}
     results = [r for s in arms for r in data.results_of(s.arm_id)]
     timed = all(r.started_at for r in results)
-    labels = [arm_caption(s, data.binary_axes) for s in arms]
+    names = [arm_names(data)[s.label] for s in arms]
+    labels = [_tick(n) for n in names]
     fig = Figure(figsize=(11, _rows_height(labels, 0.5) + 1.6))
     ax = fig.add_subplot()
     if timed:
@@ -209,7 +214,7 @@ def timeline_plot(data: ReportData) -> Plot | None:
     _arm_ticks(ax, labels)
     ax.grid(axis="x", alpha=0.3)
     ax.set_title("Timeline of launches by arm (drift over time)", loc="left")
-    return _render(fig, "Timeline of launches by arm, coloured by outcome")
+    return _render(fig, f"Timeline of launches by arm, coloured by outcome: {'; '.join(names)}")
 
 
 def _gate_metrics(arms: Sequence[ArmSummary]) -> list[tuple[str, str]]:
@@ -240,7 +245,7 @@ def gates_plot(data: ReportData) -> Plot | None:
             ax.errorbar(mean, y, xerr=se, fmt="o", color="#1565c0", capsize=4, ms=5)
             ax.annotate(f"{mean:.4g}" + (f" ± {se:.2g}" if se is not None else "") + f" (n={n})", (mean, y),
                         xytext=(0, 7), textcoords="offset points", ha="center", fontsize=7.5)
-        _arm_ticks(ax, [s.label for s in arms])
+        _arm_ticks(ax, [_tick(arm_names(data)[s.label]) for s in arms])
         ax.margins(x=0.35)
         ax.set_ylim(len(arms) - 0.4, -0.8)     # room above the first arm for its annotation
         ax.set_title(f"{gate}.{metric}", fontsize=10)
@@ -248,4 +253,5 @@ def gates_plot(data: ReportData) -> Plot | None:
     for j in range(len(metrics), rows * cols):
         axes[j // cols][j % cols].set_visible(False)
     fig.suptitle("Gate scores per arm: mean ± standard error", x=0.02, ha="left")
-    return _render(fig, "Gate scores per arm, mean and standard error")
+    names = "; ".join(arm_names(data)[s.label] for s in arms)
+    return _render(fig, f"Gate scores per arm, mean and standard error: {names}")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -18,6 +19,7 @@ from harness.core.matrix import Matrix
 from harness.core.schema import MATRIX_KEYS, parse_matrix, with_known_keys
 from harness.errors import ConfigError
 from harness.paths import data_dir, matrix_dirs
+from harness.app.overrides import check_overrides, closest, unknown_key
 from harness.app.yaml_loader import load_yaml
 
 SETTINGS_KEYS = ("runs_dir", "executor", "tracking", "dry_run", "rerun", "progress")
@@ -84,9 +86,10 @@ def compose_config(matrix_file: Path, overrides: Sequence[str]) -> dict[str, Any
         raise ConfigError("expected a mapping at the top of the matrix file", file=str(matrix_file))
     for k in data:
         if k not in MATRIX_KEYS:
-            raise ConfigError(f"unknown key {k!r}; valid keys: {', '.join(MATRIX_KEYS)}",
-                              file=str(matrix_file), key=str(k))
-    ConfigStore.instance().store(group="matrix", name="selected", node=OmegaConf.create(with_known_keys(data)),
+            raise unknown_key(str(k), MATRIX_KEYS, file=str(matrix_file))
+    known = with_known_keys(data)
+    check_overrides(overrides, {**load_yaml(data_dir("conf") / "config.yaml"), **known}, str(matrix_file))
+    ConfigStore.instance().store(group="matrix", name="selected", node=OmegaConf.create(known),
                                  package="_global_")
     GlobalHydra.instance().clear()
     try:
@@ -96,6 +99,8 @@ def compose_config(matrix_file: Path, overrides: Sequence[str]) -> dict[str, Any
         return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
     except (HydraException, OmegaConfBaseException) as exc:
         message = " ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
+        # Hydra's advice to add the key with '+' adds a key the matrix then rejects.
+        message = re.sub(r"\s*To append to your config use \+\S+", "", message)
         valid = ", ".join((*SETTINGS_KEYS, *MATRIX_KEYS))
         raise ConfigError(f"command-line override rejected: {message} (top-level keys: {valid})",
                           file=str(matrix_file)) from None
@@ -154,7 +159,10 @@ def load(argv: Sequence[str], cwd: Path | None = None) -> tuple[Matrix, Settings
     name, overrides = split_overrides(argv)
     if not name:
         found = available_matrices(cwd)
-        raise ConfigError(f"say which matrix: matrix=NAME; available: {', '.join(found) or '(none)'}", key="matrix")
+        typo = next((k for k in (o.partition("=")[0] for o in overrides) if closest(k, ["matrix"])), None)
+        hint = f" ({typo!r}: did you mean matrix?)" if typo else ""
+        raise ConfigError(f"say which matrix: matrix=NAME{hint}; available: {', '.join(found) or '(none)'}",
+                          key="matrix")
     file = find_matrix(name, cwd)
     cfg = compose_config(file, overrides)
     settings = parse_settings(cfg, str(file))

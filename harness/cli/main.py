@@ -3,17 +3,29 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Callable, Sequence
 
 from rich.console import Console
 
-from harness.errors import ConfigError
+from harness.cli.words import EPILOGS, normalize, parse_words
+from harness.errors import ConfigError, NoCampaign
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 128 + signal.SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread: it takes Ctrl-C's path (the running server stopped, what
+    finished kept, tracking flushed)."""
+
+
+def _stderr() -> Console:
+    # soft_wrap: a message is never broken across lines; a path or command must stay copyable.
+    return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _print_markdown(console: Console, text: str) -> None:
@@ -42,8 +54,8 @@ def _run(ns: argparse.Namespace, console: Console) -> int:
         where = settings.tracking_uri or f"sqlite:///{(settings.runs_dir / 'mlflow.db').resolve()}"
         console.print(f"mlflow:  {where} (harness ui)", markup=False)
     for err in outcome.tracking_errors:
-        console.print(f"[yellow]tracking failed, results are in the store; re-feed with "
-                      f"`harness sync matrix={matrix.name}`:[/] {err}")
+        console.print(f"tracking failed, results are in the store; re-feed with "
+                      f"`harness sync matrix={matrix.name}`: {err}", style="yellow", markup=False)
     return EXIT_OK
 
 
@@ -64,7 +76,7 @@ def _report(ns: argparse.Namespace, console: Console) -> int:
     elif fmt != "html":
         sys.stdout.write(render(report.data, fmt, report.markdown, report.csv))
     for f in report.files:
-        Console(stderr=True).print(f"written: {f}", markup=False, highlight=False)
+        _stderr().print(f"written: {f}", markup=False)
     return EXIT_OK
 
 
@@ -82,8 +94,8 @@ def _classify(ns: argparse.Namespace, console: Console) -> int:
         if ns.json:
             sys.stdout.write(json.dumps(info) + "\n")
             continue
-        console.print(f"[bold]{name}[/]: {info['outcome'] or 'no verdict (no error, no ready marker)'}")
-        for key in ("first_error_line", "failing_rank", "failing_bs", "shapes_captured", "shapes_total",
+        console.print(f"{name}: {info['outcome'] or 'no verdict (no error, no ready marker)'}", markup=False)
+        for key in ("ready_line", "first_error_line", "failing_rank", "failing_bs", "shapes_captured", "shapes_total",
                     "capture_s", "signature"):
             if info[key] is not None:
                 console.print(f"  {key}: {info[key]}", markup=False, highlight=False)
@@ -104,13 +116,17 @@ def _sync(ns: argparse.Namespace, console: Console) -> int:
 
 
 def _ui(ns: argparse.Namespace, console: Console) -> int:
-    from harness.adapters.tracking import ui_command
+    from harness.app.ui import serve_ui
 
-    runs_dir = Path(ns.runs_dir)
-    argv = ui_command(runs_dir, host="127.0.0.1", port=ns.port)
-    console.print(f"MLflow UI on http://127.0.0.1:{ns.port} (Ctrl-C stops it)", markup=False)
+    words = parse_words(ns.overrides, {"port": "5000", "runs_dir": "runs"}, "ui")
+    if not words["port"].isdigit() or not 0 < int(words["port"]) < 65536:
+        raise ConfigError(f"expected a port number (1-65535), got {words['port']!r}", key="port")
+    port = int(words["port"])
+    console.print(f"MLflow UI on http://127.0.0.1:{port} (Ctrl-C stops it)", markup=False)
     try:
-        return subprocess.call(argv, env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
+        return serve_ui(Path(words["runs_dir"]), port)
+    except Terminated:
+        raise
     except KeyboardInterrupt:
         return EXIT_OK
 
@@ -130,33 +146,59 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="harness", description="Declarative experiments for LLM inference servers.")
     sub = p.add_subparsers(dest="command", required=True)
     for name, (help_text, _) in COMMANDS.items():
-        sp = sub.add_parser(name, help=help_text, description=help_text)
+        sp = sub.add_parser(name, help=help_text, description=help_text, epilog=EPILOGS.get(name),
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
         if name in ("run", "report", "sync"):
-            sp.add_argument("overrides", nargs="*", help="matrix=NAME and key=value overrides")
+            sp.add_argument("overrides", nargs="*", metavar="key=value",
+                            help="matrix=NAME (or --matrix NAME) and overrides; the keys are listed below")
         if name == "classify":
             sp.add_argument("logs", nargs="+", metavar="LOG")
             sp.add_argument("--json", action="store_true", help="one JSON object per file, one per line")
             sp.add_argument("--ready-marker", default=None, help="an extra regex that marks READY")
         if name == "ui":
-            sp.add_argument("--port", type=int, default=5000)
-            sp.add_argument("--runs-dir", default="runs")
+            sp.add_argument("overrides", nargs="*", metavar="key=value", help="port=N, runs_dir=PATH")
     return p
 
 
+_STOPPED = {
+    "run": "the running server was stopped; finished trials are in the store. Run the same command again "
+           "to resume: trials with a result are not launched again",
+    "ui": "the MLflow UI was stopped",
+}
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    # Once: a second TERM must not cut the clean-up of the first short.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; ConfigError (bad input) exits 2 with one clear message."""
-    ns = parser().parse_args(argv)
-    console = Console(highlight=False)
+    """Entry point. Bad input (ConfigError) exits 2 with one message; Ctrl-C and SIGTERM stop what runs,
+    keep what finished and exit 130 / 143."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    console = Console(highlight=False, soft_wrap=True)
     if not console.is_terminal:
-        console = Console(highlight=False, width=160)
+        console = Console(highlight=False, width=160, soft_wrap=True)
+    in_main = threading.current_thread() is threading.main_thread()   # signals reach the main thread only
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main else None
+    command = words[0] if words else ""
     try:
+        ns = parser().parse_args(normalize(words))
         return COMMANDS[ns.command][1](ns, console)
     except ConfigError as exc:
-        Console(stderr=True).print(f"error: {exc}", style="red", markup=False, highlight=False)
+        _stderr().print(f"error: {exc}", style="red", markup=False)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        Console(stderr=True).print("interrupted; finished trials are in the store, re-run to resume")
-        return 130
+    except NoCampaign as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_FAILED
+    except KeyboardInterrupt as exc:
+        how = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+        _stderr().print(f"{how}; {_STOPPED.get(command, 'stopped')}", markup=False)
+        return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ from html.parser import HTMLParser
 import pytest
 
 from harness.adapters.report_html import html
-from harness.adapters.report_plots import _CAPTURED, _FAILED, _NO_LADDER, _NOT_REACHED, _ladder_row
+from harness.adapters.report_plots import (_CAPTURED, _FAILED, _NO_LADDER, _NOT_REACHED, _ladder_row, arm_names,
+                                           ladder_plot)
 from harness.adapters.store import Store
 from harness.app.report import report_data
 from harness.core.outcome import Outcome
@@ -95,7 +96,7 @@ def test_arm_table_lists_every_arm_with_switches_and_ready(campaign):
     assert table[0][:3] == ["Arm", "pr32467", "pr33795"]
     rows = {r[0].split()[0]: r for r in table[1:]}
     assert list(rows) == [s.label for s in data.summaries] == ["A", "B", "C", "D"]
-    assert rows["A"][0] == "A (ref)"
+    assert rows["A"][0] == "A · pr32467=off, pr33795=off (ref)"
     assert rows["B"][1:3] == ["✗", "✓"] and rows["D"][1:3] == ["✓", "✓"]
     assert rows["A"][3] == "1/6" and rows["B"][3] == "1/5 +1 not counted" and rows["C"][3] == "6/6"
     assert "exact_match 0.9522 ± 0.00095 (n=6)" in rows["C"][table[0].index("gsm8k")]
@@ -106,8 +107,9 @@ def test_verdicts_table_matches_the_comparisons(campaign):
     table = Page(page).table_with("Metric", "Arm vs ref")
     verdict = table[0].index("Verdict")
     got = [(r[0], r[1], r[verdict]) for r in table[1:]]
-    assert got == [(c.metric, f"{c.arm} vs {c.ref}", c.verdict.value) for c in data.comparisons]
-    assert ("READY", "C vs A", "BETTER") in got and ("READY", "B vs A", "UNKNOWN") in got
+    names = arm_names(data)
+    assert got == [(c.metric, f"{names[c.arm]} vs {names[c.ref]}", c.verdict.value) for c in data.comparisons]
+    assert ("READY", "C · pr32467=on, pr33795=off vs A · pr32467=off, pr33795=off", "BETTER") in got
 
 
 def test_no_secret_and_every_patch_hash(campaign):
@@ -123,7 +125,7 @@ def test_no_secret_and_every_patch_hash(campaign):
 def test_drift_lists_signatures_in_launch_order(campaign):
     *_, page = campaign
     text = " ".join("".join(Page(page).text).split())
-    assert "A: 5 failures drifting" in text
+    assert "A · pr32467=off, pr33795=off: 5 failures drifting" in text
     launch_tables = [t for t in Page(page).tables if t and t[0] == ["Trial", "Signature"]]
     assert [r[0] for r in launch_tables[0][1:]] == ["#1", "#2", "#3", "#4", "#5"]
     assert launch_tables[0][1][1].startswith("LIBRARY_ERROR:")
@@ -171,3 +173,26 @@ def test_campaign_without_gates_has_three_plots(tmp_path):
 def test_ladder_cells(outcome, ladder, cells):
     r = TrialResult(matrix="m", arm_id="a", label="A", levels={}, trial=1, outcome=outcome, ladder=ladder)
     assert _ladder_row(r, 5) == cells
+
+
+def test_every_section_names_an_arm_alike(campaign):
+    _, _, data, page = campaign
+    parsed = Page(page)
+    text = " ".join("".join(parsed.text).split())
+    alts = [a["alt"] or "" for t, a in parsed.tags if t == "img"]
+    legend = parsed.table_with("Arm", "Id")
+    arm_cells = [r[0] for r in parsed.table_with("Arm", "pr32467")[1:]]
+    for s in data.summaries:
+        name = f"{s.label} · " + ", ".join(f"{k}={v}" for k, v in s.levels.items())
+        assert any(c.startswith(name) for c in arm_cells)
+        assert [name] == [r[0] for r in legend[1:] if r[0].split()[0] == s.label]
+        assert f"<h3><b>{s.label}</b> · " in page and name in text     # drift heading
+        assert all(name in alt for alt in alts), alts                 # every plot's arms, as drawn
+
+
+def test_ladder_caption_names_the_campaigns_engine(campaign):
+    _, _, data, _ = campaign
+    command = dataclasses.replace(data, results=tuple(dataclasses.replace(r, engine="command") for r in data.results))
+    alt = ladder_plot(command).alt
+    assert "(command logs)" in alt and "sglang" not in alt
+    assert "(sglang logs)" in ladder_plot(data).alt
