@@ -23,8 +23,6 @@ from enum import Enum
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import xlogy
-from scipy.stats import binom
 
 from harness.core.stats import diff_interval, lower_bound, upper_bound
 
@@ -42,6 +40,7 @@ class Decision(str, Enum):
 
 
 def _loglik(k: np.ndarray | float, n: np.ndarray | float) -> np.ndarray:
+    from scipy.special import xlogy         # scipy on first use: importing the verdicts stays cheap
     k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
     p = np.divide(k, n, out=np.zeros(np.broadcast(k, n).shape), where=n > 0)
     return xlogy(k, p) + xlogy(n - k, 1 - p)
@@ -60,6 +59,7 @@ def looks(batch: int, max_n: int) -> list[int]:
 
 def _crossing(threshold: float, batch: int, max_n: int, p1: np.ndarray, p2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Exact P(the statistic ever reaches threshold) and E[launches per arm] for rates p1, p2 (arrays)."""
+    from scipy.stats import binom
     dist = np.ones((len(p1), 1, 1))
     crossed = np.zeros(len(p1))
     expected_n = np.zeros(len(p1))
@@ -179,6 +179,7 @@ def _holds_max(n: int, max_fail_rate: float, level: float | None) -> int:
         while f + 1 < n and upper_bound(f + 1, n) < max_fail_rate:
             f += 1
         return f
+    from scipy.stats import binom
     cdf = binom.cdf(np.arange(n + 1), n, max_fail_rate)
     ok = np.nonzero(cdf <= level * (1 + 1e-9))[0]
     return int(ok[-1]) if len(ok) else -1
@@ -209,6 +210,7 @@ def _fix_level(max_fail_rate: float, max_n: int) -> float:
     n0 = clean_runs_needed(max_fail_rate)
     if max_n <= n0:
         return _FIX_ALPHA
+    from scipy.stats import binom
     cands = sorted({float(v) for n in range(n0 + 1, max_n + 1)
                     for v in binom.cdf(np.arange(n + 1), n, max_fail_rate) if v <= _FIX_ALPHA})
     lo, hi, best = 0, len(cands) - 1, 0.0
