@@ -10,6 +10,7 @@ from harness.adapters.report import terminal_table, to_csv
 from harness.adapters.report_md import markdown
 from harness.adapters.store import Store
 from harness.core.arms import Arm, baseline_of, expand, switch_axes, title_of
+from harness.app.report_setup import columns_of, setup_of, shown_argv
 from harness.core.campaign import select
 from harness.core.drift import drift
 from harness.core.matrix import Compare, Goal, Matrix
@@ -18,6 +19,7 @@ from harness.core.redact import redact_env
 from harness.core.reportdata import FixStatus, LegendEntry, ReportData
 from harness.core.sequential import clean_runs_needed, fix_stands
 from harness.core.stats import lower_bound, upper_bound
+from harness.core.stored_rule import rule_note, stored_stats
 from harness.core.summary import ArmSummary, summarize
 from harness.core.verdicts import ArmData, judge
 from harness.errors import NoCampaign
@@ -39,7 +41,7 @@ class Report:
         return list(self.data.summaries)
 
 
-def _legend(s: ArmSummary, results: list[TrialResult], arm: Arm | None) -> LegendEntry:
+def _legend(s: ArmSummary, results: list[TrialResult], arm: Arm | None, free_port: bool) -> LegendEntry:
     """Patches and argv as last launched; env as the matrix declares it for the arm (the harness's
     own cache and temp folders left out), secrets masked."""
     latest = max(results, key=lambda r: r.trial) if results else None
@@ -47,14 +49,17 @@ def _legend(s: ArmSummary, results: list[TrialResult], arm: Arm | None) -> Legen
     return LegendEntry(
         label=s.label, arm_id=s.arm_id, title=title_of(s.levels),
         patches=tuple((p.name, p.sha256) for p in latest.source.patches) if latest else (),
-        env=env, argv=tuple(latest.argv) if latest else ())
+        env=env, argv=tuple(latest.argv) if latest else (),
+        shown_argv=shown_argv(latest, free_port) if latest else ())
 
 
 def _fix(matrix: Matrix, s: ArmSummary) -> FixStatus:
     fails = s.n - s.ready
     target = matrix.stats.max_fail_rate
+    # The bound is calibrated for the most launches the rule could make: the run's max_repeats.
+    max_n = matrix.stats.max_repeats if matrix.stats.adaptive and matrix.stats.max_repeats else matrix.repeats
     return FixStatus(s.label, fails, s.n, upper_bound(fails, s.n), lower_bound(fails, s.n), target,
-                     fix_stands(fails, s.n, target, matrix.repeats), clean_runs_needed(target))
+                     fix_stands(fails, s.n, target, max_n), clean_runs_needed(target))
 
 
 def report_data(matrix: Matrix, store: Store) -> ReportData:
@@ -63,14 +68,15 @@ def report_data(matrix: Matrix, store: Store) -> ReportData:
     legend = store.read_arms() or [{"arm_id": a.arm_id, "label": a.label, "levels": dict(a.levels)}
                                    for a in expand(matrix)]
     adaptive = store.read_run().get("adaptive")
-    if adaptive and not matrix.stats.adaptive:
-        # Launches stopped by the sequential rule are judged by it: a fixed-sample test on them
-        # would overstate the evidence.
-        matrix = replace(matrix, stats=replace(
-            matrix.stats, adaptive=True, batch=int(adaptive["batch"]), max_repeats=int(adaptive["max_repeats"]),
-            alpha=float(adaptive["alpha"]), margin=float(adaptive["margin"]), compare=Compare(adaptive["compare"]),
-            goal=Goal(adaptive["goal"])))
-    return compute(matrix, legend, store.results(), size=store.size())
+    note = ""
+    if adaptive:
+        # Launches stopped by the sequential rule are judged by that rule, as the run stored it: a
+        # fixed-sample test, or the same rule at another alpha, would not carry its error guarantee.
+        rule = stored_stats(matrix.stats, adaptive)
+        note = rule_note(rule, matrix.stats, matrix.repeats)
+        matrix = replace(matrix, stats=rule)
+    data = compute(matrix, legend, store.results(), size=store.size())
+    return replace(data, rule_note=note) if note else data
 
 
 def compute(matrix: Matrix, legend: Sequence[Mapping[str, object]], results: Sequence[TrialResult],
@@ -79,6 +85,10 @@ def compute(matrix: Matrix, legend: Sequence[Mapping[str, object]], results: Seq
     (core.campaign; every one when size is None, as for the live view's own selection)."""
     campaign = select(results, size)
     results = campaign.counted
+    # Levels in the matrix's axis order (the store keeps them sorted), so titles read as declared.
+    order = {a.name: i for i, a in enumerate(matrix.axes)}
+    legend = [{**a, "levels": dict(sorted(dict(a.get("levels", {})).items(),  # type: ignore[call-overload]
+                                          key=lambda kv: order.get(kv[0], len(order))))} for a in legend]
     summaries = summarize(results, legend)
     by_arm: dict[str, list[TrialResult]] = {}
     for r in sorted(results, key=lambda r: r.trial):
@@ -92,10 +102,7 @@ def compute(matrix: Matrix, legend: Sequence[Mapping[str, object]], results: Seq
     base_id = next((s.arm_id for s in current if s.label == base_label), None)
     comparisons = judge([ArmData(s.arm_id, s.label, by_arm.get(s.arm_id, [])) for s in current], base_id,
                         matrix.stats)
-    shas = sorted({r.source.base_sha for r in results if r.source.base_sha})
     notes = [matrix.description] if matrix.description else []
-    if shas:
-        notes.append(f"Base: {', '.join(s[:12] for s in shas)}")
     if campaign.kept:
         notes.append(campaign.kept_text())
     title = f"{matrix.name}: {matrix.target.engine}" + (f" {matrix.target.model}" if matrix.target.model else "")
@@ -104,8 +111,10 @@ def compute(matrix: Matrix, legend: Sequence[Mapping[str, object]], results: Seq
         comparisons=tuple(comparisons),
         drift=drift([(s.arm_id, s.label, by_arm.get(s.arm_id, [])) for s in summaries]),
         results=tuple(r for s in summaries for r in by_arm.get(s.arm_id, [])),
-        legend=tuple(_legend(s, by_arm.get(s.arm_id, []), declared.get((s.label, frozenset(s.levels.items()))))
+        legend=tuple(_legend(s, by_arm.get(s.arm_id, []), declared.get((s.label, frozenset(s.levels.items()))),
+                             matrix.target.port is None)
                      for s in summaries),
+        setup=setup_of(matrix, results), columns=columns_of(matrix),
         stats=matrix.stats, baseline=base_label,
         fix=tuple(_fix(matrix, s) for s in current) if matrix.stats.goal is Goal.FIX else (),
         binary_axes=switch_axes(matrix))

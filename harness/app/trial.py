@@ -2,15 +2,18 @@
 launch errors to outcomes; a failed launch is data, never an exception."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
 import shutil
 import socket
+import subprocess
 import sys
 import time
 import traceback
 import uuid
+from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -45,10 +48,29 @@ class TrialSpec:
     base_sha: str | None = None
 
 
+@functools.lru_cache(maxsize=1)
+def gpu_names() -> str | None:
+    """"8× NVIDIA B300" from nvidia-smi (or "1× NVIDIA H200, 1× NVIDIA H100"); None without one."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    try:
+        out = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True,
+                             timeout=20, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    names = Counter(line.strip() for line in out.splitlines() if line.strip())
+    return ", ".join(f"{n}× {name}" for name, n in names.items()) or None
+
+
 def host_info() -> dict[str, str]:
     """Where the trial ran."""
-    return {"hostname": socket.gethostname(), "platform": platform.platform(),
+    info = {"hostname": socket.gethostname(), "platform": platform.platform(), "machine": platform.machine(),
             "python": platform.python_version(), "harness": __version__}
+    gpus = gpu_names()
+    if gpus:
+        info["gpus"] = gpus
+    return info
 
 
 def free_port(host: str) -> int:

@@ -22,6 +22,7 @@ class LegendEntry:
     patches: tuple[tuple[str, str], ...] = ()     # (name, sha256)
     env: Mapping[str, str] = field(default_factory=dict)   # harness-set keys, secrets masked
     argv: tuple[str, ...] = ()
+    shown_argv: tuple[str, ...] = ()     # argv as a reader re-runs it: paths relative, the free port as {port}
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,8 @@ class ReportData:
     baseline: str | None                         # the reference arm's label
     fix: tuple[FixStatus, ...] = ()
     binary_axes: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # axis -> (off level, on level)
+    setup: tuple[tuple[str, str], ...] = ()      # (what, value): hardware, engine, model, parallelism, build, env
+    columns: Mapping[str, str] = field(default_factory=dict)  # axis -> its column's name (the change: "#32467")
 
     def results_of(self, arm_id: str) -> Sequence[TrialResult]:
         """One arm's trials in trial order."""
