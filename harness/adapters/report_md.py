@@ -49,7 +49,9 @@ def _interval(s: ArmSummary) -> str:
 def _setup(data: ReportData) -> list[str]:
     if not data.setup:
         return []
-    return ["Setup: " + " · ".join(f"{what} {value}" for what, value in data.setup), ""]
+    # Hardware, engine, model and parallelism say what they are; the rest are named.
+    bare = {"hardware", "engine", "model", "parallelism"}
+    return ["Setup: " + " · ".join(value if what in bare else f"{what} {value}" for what, value in data.setup), ""]
 
 
 def _arms(data: ReportData) -> list[str]:

@@ -33,8 +33,8 @@ def setup_of(matrix: Matrix, results: Sequence[TrialResult]) -> tuple[tuple[str,
     t = matrix.target
     hosts = [r.host for r in results]
     hardware = _distinct([h.get("gpus") for h in hosts]) or [
-        f"no GPU seen ({m})" for m in _distinct([h.get("machine") for h in hosts])]
-    out = [("hardware", ", ".join(hardware) or "not recorded"), ("engine", t.engine)]
+        f"CPU only ({m})" for m in _distinct([h.get("machine") for h in hosts])]
+    out = [("hardware", ", ".join(hardware) or "hardware not recorded"), ("engine", t.engine)]
     models = _distinct([r.model for r in results]) or _distinct([t.model])
     if models:
         out.append(("model", ", ".join(models)))

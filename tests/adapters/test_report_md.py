@@ -27,7 +27,8 @@ def test_the_four_arm_report_reads_like_the_seeds_table(tmp_path):
     md = build_report(matrix, tmp_path / "runs", ("md",)).markdown
     top = _outside_details(md)
     setup = next(line for line in md.splitlines() if line.startswith("Setup: "))
-    for part in ("engine sglang", "model deepseek-ai/DeepSeek-V4-Pro-DSpark", "parallelism TP8",
+    assert setup.startswith("Setup: hardware not recorded · sglang · deepseek-ai/DeepSeek-V4-Pro-DSpark · TP8 · ")
+    for part in (
                  "build v0.5.16 @ f01f70600000", "env SGLANG_RAGGED_VERIFY_MODE=compact"):
         assert part in setup
     assert "| Arm | pr32467 | pr33795 | Result | READY rate [95% CI] | Gates |" in top
