@@ -37,10 +37,12 @@ def _print_markdown(console: Console, text: str) -> None:
 
 def _run(ns: argparse.Namespace, console: Console) -> int:
     from harness.app.config import load
+
+    matrix, settings = load(ns.overrides)
+    # Imported once the input is known to be good: a typo is answered before the run's machinery loads.
     from harness.app.report import build_report, terminal_table
     from harness.app.run import run_matrix
 
-    matrix, settings = load(ns.overrides)
     outcome = run_matrix(matrix, settings, console)
     if settings.dry_run:
         return EXIT_OK

@@ -65,3 +65,46 @@ def test_a_venv_python_symlink_is_not_followed(project):
     write_matrix(project, "m", {"target": fixture_target("ready", python="../venv/bin/python")})
     matrix, _ = load(["matrix=m"], cwd=project)
     assert matrix.target.python == str(venv_bin / "python")
+
+
+@pytest.mark.parametrize(("override", "key", "hint"), [
+    ("repeat=3", "repeat", "did you mean repeats?"),
+    ("target.startup_timeout=5", "target.startup_timeout", "did you mean target.startup_timeout_s?"),
+    ("target.ready.http=/h", "target.ready.http", "did you mean target.ready.http_path?"),
+    ("axes.fix.of.env.X=1", "axes.fix.of", "did you mean axes.fix.off?"),
+    ("axes.fix.on.patchs=[]", "axes.fix.on.patchs", "did you mean axes.fix.on.patches?"),
+    ("stats.alpah=0.1", "stats.alpah", "did you mean stats.alpha?"),
+    ("tracking.enable=false", "tracking.enable", "did you mean tracking.enabled?"),
+    ("dryrun=true", "dryrun", "did you mean dry_run?"),
+])
+def test_a_misspelled_override_names_the_closest_key_at_its_level(project, override, key, hint):
+    path = write_matrix(project, "m", {"target": fixture_target("ready"), "axes": {"fix": {"off": {}, "on": {}}}})
+    with pytest.raises(ConfigError) as exc:
+        load(["matrix=m", override], cwd=project)
+    assert exc.value.key == key and exc.value.file == str(path)
+    assert hint in exc.value.message and "+" not in exc.value.message
+    assert f"(in the override {override})" in exc.value.message
+
+
+def test_an_override_unlike_any_key_lists_the_valid_ones(project):
+    write_matrix(project, "m", {"target": fixture_target("ready")})
+    with pytest.raises(ConfigError) as exc:
+        load(["matrix=m", "target.zzzz=1"], cwd=project)
+    assert "did you mean" not in exc.value.message and "valid keys under target: engine, command" in exc.value.message
+    with pytest.raises(ConfigError) as exc:
+        load(["matrix=m", "repeats"], cwd=project)
+    assert "expected key=value" in exc.value.message
+
+
+def test_a_misspelled_key_in_the_file_names_the_closest_key(project):
+    path = write_matrix(project, "m", {"target": fixture_target("ready"), "repeets": 3})
+    with pytest.raises(ConfigError) as exc:
+        load(["matrix=m"], cwd=project)
+    assert exc.value.key == "repeets" and exc.value.file == str(path) and "did you mean repeats?" in exc.value.message
+
+
+def test_a_misspelled_matrix_word_is_named(project):
+    write_matrix(project, "m", {"target": fixture_target("ready")})
+    with pytest.raises(ConfigError) as exc:
+        load(["matrx=m"], cwd=project)
+    assert exc.value.key == "matrix" and "'matrx': did you mean matrix?" in exc.value.message
