@@ -13,7 +13,7 @@ from harness.core.arms import Arm, baseline_of, expand, switch_axes, title_of
 from harness.app.report_setup import columns_of, setup_of, shown_argv
 from harness.core.campaign import select
 from harness.core.drift import drift
-from harness.core.matrix import Compare, Goal, Matrix
+from harness.core.matrix import Goal, Matrix
 from harness.core.record import TrialResult
 from harness.core.redact import redact_env
 from harness.core.reportdata import FixStatus, LegendEntry, ReportData
@@ -64,7 +64,8 @@ def _fix(matrix: Matrix, s: ArmSummary) -> FixStatus:
 
 def report_data(matrix: Matrix, store: Store) -> ReportData:
     """The report of a campaign: the matrix's arms (the legend of the last run, else the matrix
-    expanded) plus any older arms found in its store."""
+    expanded) plus any older arms found in its store. An adaptive run is judged by the rule it
+    stored, whatever the matrix says now (rule_note says so when they differ)."""
     legend = store.read_arms() or [{"arm_id": a.arm_id, "label": a.label, "levels": dict(a.levels)}
                                    for a in expand(matrix)]
     adaptive = store.read_run().get("adaptive")

@@ -24,6 +24,7 @@ from harness.core.campaign import campaign_size, select
 from harness.core.matrix import Matrix
 from harness.core.plan import TrialKey, adaptive_batch, order_trials, pending
 from harness.core.record import TrialResult
+from harness.core.stored_rule import rule_settings
 
 
 @dataclass(frozen=True)
@@ -79,9 +80,7 @@ def run_matrix(matrix: Matrix, settings: Settings, console: Console) -> RunRepor
                           soft_wrap=True)
     # A later `harness report` must judge adaptive launches by the rule that stopped them.
     store.write_arms(arms, {"file": matrix.file, "description": matrix.description,
-                            "adaptive": {"batch": st.batch, "max_repeats": st.max_repeats, "alpha": st.alpha,
-                                         "margin": st.margin, "compare": st.compare.value, "goal": st.goal.value}
-                            if st.adaptive else None}, size=size)
+                            "adaptive": rule_settings(st) if st.adaptive else None}, size=size)
     trials = order_trials(arms, matrix.repeats, matrix.schedule, matrix.seed)
     by_id = {a.arm_id: a for a in arms}
     writer = TrackingWriter(settings.runs_dir, settings.tracking_uri) if settings.tracking_enabled else None

@@ -53,6 +53,7 @@ class ReportData:
     legend: tuple[LegendEntry, ...]
     stats: Stats
     baseline: str | None                         # the reference arm's label
+    rule_note: str = ""                          # the run's stored rule judged, where the matrix now says otherwise
     fix: tuple[FixStatus, ...] = ()
     binary_axes: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # axis -> (off level, on level)
     setup: tuple[tuple[str, str], ...] = ()      # (what, value): hardware, engine, model, parallelism, build, env
