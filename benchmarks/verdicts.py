@@ -11,8 +11,10 @@ Two arms with known failure (non-READY) rates: a baseline with failure rate `bas
   decision of every (look, k_arm, k_base) is tabulated once by calling `stands` itself.
   Cross-check: the simulated P(DIFFERENT) without SAME stops against `operating()` (exact).
 - fixed N = 3 and N = 6 launches per arm, Fisher's exact two-sided test at the same alpha (the
-  harness's fixed-repeats verdict; SAME when Newcombe's interval lies inside ±margin). Exact: every
-  table's p-value is computed once and weighted by its binomial probability.
+  harness's fixed-repeats verdict; SAME when Newcombe's interval lies inside ±margin), and Barnard's
+  (`stats.test: barnard`) at N = 6 and N = 12. Exact: every table's p-value is computed once and
+  weighted by its binomial probability; at gap 0 also the worst case over every common rate, which
+  must stay ≤ alpha.
 - Chromium Pinpoint's functional mode: its published figures only (not simulated).
 - Wald's floor: the fewest expected launches per arm of ANY sequential test with P(false
   different) ≤ alpha (alpha/2 per direction) and power 0.95, at base 0:
@@ -53,7 +55,7 @@ BASES = tuple(round(0.1 * i, 1) for i in range(10))
 MAX_N = 30
 BATCH = 1
 MARGIN = 0.2
-FIXED_N = (3, 6)
+FIXED = (("fisher", 3), ("fisher", 6), ("barnard", 6), ("barnard", 12))     # (stats.test, N)
 FIX_TARGET = 1 / 3
 FIX_RATES = (0.0, 0.1, 0.2, 1 / 3, 0.5)
 FIX_ALPHA = 0.05
@@ -168,13 +170,13 @@ def simulate(ls: np.ndarray, tables: Sequence[np.ndarray], fail_arm: float, fail
 
 # ----------------------------------------------------------------------------- fixed N, exactly
 
-def fixed_design(n: int, alpha: float, margin: float) -> tuple[np.ndarray, np.ndarray]:
+def fixed_design(n: int, alpha: float, margin: float, test: str = "fisher") -> tuple[np.ndarray, np.ndarray]:
     """(verdict table[k_arm, k_base] in CONT/DIFF/SAME, k_arm < k_base mask) for N launches per arm:
-    the harness's fixed-repeats READY verdict (Fisher two-sided p < alpha, else SAME inside ±margin)."""
+    the harness's fixed-repeats READY verdict (two-sided p < alpha, else SAME inside ±margin)."""
     table = np.full((n + 1, n + 1), CONT, dtype=np.int8)
     for k1 in range(n + 1):
         for k2 in range(n + 1):
-            if k1 != k2 and rate_p_value(k1, n, k2, n, "fisher") < alpha:
+            if k1 != k2 and rate_p_value(k1, n, k2, n, test) < alpha:
                 table[k1, k2] = DIFF
             else:
                 lo, hi = diff_interval(k1, n, k2, n)
@@ -182,6 +184,15 @@ def fixed_design(n: int, alpha: float, margin: float) -> tuple[np.ndarray, np.nd
                     table[k1, k2] = SAME
     k = np.arange(n + 1)
     return table, k[:, None] < k[None, :]
+
+
+def fixed_worst_gap0(table: np.ndarray) -> tuple[float, float]:
+    """(worst P(DIFFERENT), the failure rate it is at) over a fine grid of common rates, exact."""
+    n = table.shape[0] - 1
+    rates = np.linspace(0.0, 1.0, 2001)
+    pmf = binom.pmf(np.arange(n + 1)[None, :], n, rates[:, None])
+    p = np.einsum("ra,rb,ab->r", pmf, pmf, table == DIFF)
+    return float(p.max()), float(rates[p.argmax()])
 
 
 def fixed_exact(table: np.ndarray, worse: np.ndarray, fail_arm: float, fail_base: float) -> dict[str, float]:
@@ -235,7 +246,7 @@ def run_alpha(out: Out, alpha: float, campaigns: int, seed: int) -> bool:
     d = design(alpha, BATCH, MAX_N)
     ls, table = decision_table(d, MARGIN)
     table_ns = without_same(table)
-    fixed = {n: fixed_design(n, alpha, MARGIN) for n in FIXED_N}
+    fixed = {f"{test}{n}": fixed_design(n, alpha, MARGIN, test) for test, n in FIXED}
     out.line(f"\n=== alpha = {alpha:g}: ours = sequential GLR, batch {BATCH}, max_n {MAX_N}, margin {MARGIN:g}; "
              f"threshold {d.threshold:.3f}, exact worst-case P(DIFFERENT | equal rates) {d.error:.4f} "
              f"(design + decision table {time.perf_counter() - t0:.1f} s) ===")
@@ -247,13 +258,14 @@ def run_alpha(out: Out, alpha: float, campaigns: int, seed: int) -> bool:
         ours, ours_ns = simulate(ls, [table, table_ns], fail_arm, fail_base, campaigns, np.random.default_rng(ss))
         exact_p, exact_n = operating(d.threshold, BATCH, MAX_N, 1 - fail_arm, 1 - fail_base)
         res[gap, base] = {"ours": ours, "ours_ns": ours_ns, "exact": (exact_p, exact_n),
-                          **{f"N{n}": fixed_exact(*fixed[n], fail_arm, fail_base) for n in FIXED_N}}
+                          **{key: fixed_exact(*fixed[key], fail_arm, fail_base) for key in fixed}}
 
     # Main table: base failure 0, as in Pinpoint's simulation.
     rows = []
     for gap in GAPS:
         r = res[gap, 0.0]
-        for name, key in (("ours (sequential)", "ours"), *((f"fixed N={n}, Fisher", f"N{n}") for n in FIXED_N)):
+        for name, key in (("ours (sequential)", "ours"),
+                          *((f"fixed N={n}, {test.capitalize()}", f"{test}{n}") for test, n in FIXED)):
             p, w = power_wrong(r[key], gap)  # type: ignore[arg-type]
             rows.append([f"{gap:.1f}", name, num(r[key]["n"]), pct(p), pct(w), pct(r[key]["same"])])  # type: ignore[index]
         rows.append([f"{gap:.1f}", "Pinpoint (published)", num(PINPOINT_ATTEMPTS.get(gap)),
@@ -269,7 +281,7 @@ def run_alpha(out: Out, alpha: float, campaigns: int, seed: int) -> bool:
     rows, ok = [], True
     for gap, base in scenarios():
         r = res[gap, base]
-        o, n6 = r["ours"], r["N6"]
+        o, n6 = r["ours"], r["fisher6"]
         p, w = power_wrong(o, gap)  # type: ignore[arg-type]
         p6, w6 = power_wrong(n6, gap)  # type: ignore[arg-type]
         verdict = check(w, alpha, campaigns) if gap == 0 else ""
@@ -282,6 +294,16 @@ def run_alpha(out: Out, alpha: float, campaigns: int, seed: int) -> bool:
     out.table(f"Every base failure rate, alpha {alpha:g}",
               ["gap", "base", "ours n/arm", "ours power", "ours wrong", "ours SAME", "false SAME",
                "N=6 power", "N=6 wrong", "gap-0 check"], rows)
+
+    # Fixed N at gap 0: the exact worst case over every common rate (an exact test keeps it ≤ alpha).
+    rows = []
+    for test, n in FIXED:
+        worst, at = fixed_worst_gap0(fixed[f"{test}{n}"][0])
+        verdict = "PASS" if worst <= alpha * (1 + 1e-9) else "FAIL"
+        ok &= verdict != "FAIL"
+        rows.append([f"fixed N={n}, {test.capitalize()}", pct(worst, 2), f"{at:.3f}", verdict])
+    out.table(f"Fixed N, both arms alike: worst P(different) over the common failure rate (exact), alpha {alpha:g}",
+              ["design", "worst wrong", "at failure rate", "≤ alpha"], rows)
 
     # Cross-check against the exact operating characteristic (SAME stops off).
     rows, zmax = [], 0.0
