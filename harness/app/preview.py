@@ -27,7 +27,8 @@ def _source_line(matrix: Matrix, checked: Checked) -> str | None:
     if source is None:
         return None
     if isinstance(source, Package):
-        what = f"the installed package {source.package} (as {_shown(matrix, matrix.target.python or sys.executable)} finds it)"
+        python = _shown(matrix, matrix.target.python or sys.executable)
+        what = f"the installed package {source.package} (as {python} finds it)"
         found = f"at {checked.top}, fingerprint {checked.base[:12]}" if checked.base else "not found here"
     else:
         top = f" ({checked.top})" if checked.top and str(checked.top) != source.repo else ""

@@ -8,6 +8,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from harness.adapters.engines.preflight import matrix_problems
 from harness.adapters.source import prcache
@@ -36,12 +37,12 @@ def check_matrix_for_run(matrix: Matrix, *, dry_run: bool, visible_gpus: int | N
     """Every check, all problems collected. A dry run never touches the network (a PR's diff is
     looked up in the patch cache only) and also checks that each arm's patches apply."""
     problems = program_problems(matrix) + matrix_problems(matrix, visible_gpus)
-    python_missing = any(p.key == "target.python" for p in problems)
+    python_missing = matrix.target.python is not None and not _program_exists(matrix.target.python)
     top, base, found = source_problems(matrix, fetch=not dry_run, python_missing=python_missing)
     return Checked(top, base, tuple(problems + found))
 
 
-def raise_problems(matrix: Matrix, problems: tuple[Problem, ...] | list[Problem]) -> None:
+def raise_problems(matrix: Matrix, problems: Sequence[Problem]) -> None:
     """One ConfigError listing every blocking problem, if there is any."""
     err = refusal(problems, matrix.file)
     if err is not None:
@@ -70,11 +71,6 @@ def program_problems(matrix: Matrix) -> list[Problem]:
         if "{" not in t.build[0] and "/" not in t.build[0] and not shutil.which(t.build[0]):
             out.append(Problem("target.build[0]", f"no executable {t.build[0]!r} on PATH"))
     return out
-
-
-def check_programs(matrix: Matrix) -> None:
-    """program_problems as one error."""
-    raise_problems(matrix, program_problems(matrix))
 
 
 def _resolve_source(matrix: Matrix, python_missing: bool) -> tuple[Path | None, str | None, list[Problem]]:
@@ -109,11 +105,11 @@ def source_problems(matrix: Matrix, *, fetch: bool = True, python_missing: bool 
                                                        "or an installed package)")]
         return None, None, []
     top, base, problems = _resolve_source(matrix, python_missing)
-    specs: dict[PatchRef, tuple[str, PatchSpec | None]] = {}
+    specs: dict[PatchRef, PatchSpec | None] = {}
     for key, patches in patched:
         for i, ref in enumerate(patches):
             spec, problem = _patch(matrix, ref, f"{key}[{i}]", top, fetch)
-            specs.setdefault(ref, (f"{key}[{i}]", spec))
+            specs[ref] = spec
             problems += [problem] if problem else []
     source = matrix.target.source
     if not fetch and top is not None and base is not None and isinstance(source, Source):
@@ -141,18 +137,27 @@ def _patch(matrix: Matrix, ref: PatchRef, key: str, top: Path | None, fetch: boo
         return None, Problem.of(e)
 
 
+def _arm_patches(matrix: Matrix, arm: Arm) -> tuple[tuple[str, PatchRef], ...]:
+    """The arm's patches in the order they are applied, each with the key it comes from."""
+    out = []
+    for axis in matrix.axes:
+        lv = axis.level(arm.levels[axis.name])
+        out += [(f"axes.{axis.name}.{lv.name}.patches[{i}]", ref) for i, ref in enumerate(lv.patches)]
+    return tuple(out)
+
+
 def _apply_problems(matrix: Matrix, ref_name: str, top: Path, base: str,
-                    specs: dict[PatchRef, tuple[str, PatchSpec | None]]) -> list[Problem]:
+                    specs: dict[PatchRef, PatchSpec | None]) -> list[Problem]:
     """Each distinct patch set of the arms applied on the base in a scratch index; the first patch
     that does not apply is a problem of the arms with that set (their trials would be PATCH_FAILED)."""
-    by_set: dict[tuple[PatchRef, ...], list[Arm]] = {}
+    by_set: dict[tuple[tuple[str, PatchRef], ...], list[Arm]] = {}
     for arm in expand(matrix, base):
-        by_set.setdefault(tuple(arm.patches), []).append(arm)
+        by_set.setdefault(_arm_patches(matrix, arm), []).append(arm)
     out = []
-    for refs, arms in by_set.items():
+    for patches, arms in by_set.items():
         usable = []
-        for ref in refs:     # up to the first patch not available here: later ones may build on it
-            spec = specs[ref][1]
+        for _, ref in patches:   # up to the first patch not available here: later ones may build on it
+            spec = specs[ref]
             if spec is None:
                 break
             usable.append(spec)
@@ -163,12 +168,12 @@ def _apply_problems(matrix: Matrix, ref_name: str, top: Path, base: str,
             break
         if failed is None:
             continue
-        ref = refs[failed.index]
+        key, ref = patches[failed.index]
         names = ", ".join(f"{a.label} ({a.title})" for a in arms)
-        after = f" after {', '.join(r.name for r in refs[:failed.index])}" if failed.index else ""
-        out.append(Problem(specs[ref][0], f"{ref.name} does not apply to {ref_name} ({base[:12]}){after}: "
-                                          f"{failed.message}; a real run records the trials of "
-                                          f"arm{'s' if len(arms) > 1 else ''} {names} as PATCH_FAILED", blocks=False))
+        after = f" after {', '.join(r.name for _, r in patches[:failed.index])}" if failed.index else ""
+        out.append(Problem(key, f"{ref.name} does not apply to {ref_name} ({base[:12]}){after}: {failed.message}; "
+                                f"a real run records the trials of arm{'s' if len(arms) > 1 else ''} {names} "
+                                "as PATCH_FAILED", blocks=False))
     return out
 
 

@@ -1,9 +1,10 @@
 """The seed investigations shipped as matrices: each dry-runs through the CLI (exit 0, nothing
 launched) and prints every arm's exact command line, checked here token by token.
 
-The matrices name the machines they ran on (~/src/sglang, ~/venvs/...); a dry run still resolves
-the source and checks every patch, so this test points them at a throwaway git repository and a
-patch cache holding stand-in diffs of the PRs (target.source.repo=..., HARNESS_PATCH_CACHE)."""
+The matrices name the machines they ran on (~/src/sglang, ~/venvs/...). On a machine without them
+(a fresh HOME, an empty patch cache, no network) every matrix still dry-runs and says what a real
+run would lack; pointed at a throwaway git repository and a patch cache holding stand-in diffs of
+the PRs (target.source.repo=..., HARNESS_PATCH_CACHE), it prints every arm's exact command."""
 from __future__ import annotations
 
 import shlex
@@ -154,3 +155,48 @@ def test_seed_repeats_and_gates() -> None:
     for n in SEEDS:   # PRs are referenced, never copied
         text = (REPO / "matrices" / f"{n}.yaml").read_text()
         assert ".diff" not in text, n
+
+
+# What a fresh machine lacks for each shipped matrix (empty HOME and patch cache, no network, two
+# GPUs visible): its arms, then the keys of its warnings. vllm_cpu's venv is built by CI beside the
+# repository; here it is pointed at one that does not exist, as on a fresh clone.
+FRESH = {
+    "demo": (2, set()),
+    "b300_four_arm": (4, {"target.python", "target.tp", "target.source.repo", "axes.pr32467.on.patches[0].pr",
+                          "axes.pr33795.on.patches[0].pr"}),
+    "dbo_record_stream": (7, {"target.python", "target.tp", "axes.base.glm5.patches[0].pr",
+                              "axes.base.glm5.patches[1].pr", "axes.record_stream.on.patches[0].pr"}),
+    "tbo_accuracy": (6, {"target.python", "target.source.repo", "axes.fix.on.patches[0].pr"}),
+    "tbo_decode_isolation": (4, {"target.python", "target.tp", "target.source.repo"}),
+    "vllm_cpu": (4, {"target.python"}),
+}
+
+
+def test_every_shipped_matrix_is_covered() -> None:
+    assert sorted(FRESH) == sorted(p.stem for p in (REPO / "matrices").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", sorted(FRESH))
+def test_shipped_matrix_dry_runs_on_a_fresh_machine(name, tmp_path, monkeypatch, capsys) -> None:
+    from harness.cli.main import main
+
+    cache = tmp_path / "patch-cache"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv(prcache.CACHE_ENV, str(cache))
+    monkeypatch.setenv(prcache.BASE_URL_ENV, "http://127.0.0.1:9")   # a fetch attempt would fail
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    monkeypatch.chdir(tmp_path)
+    file = REPO / "matrices" / f"{name}.yaml"
+    extra = [f"target.python={tmp_path / 'no-venv' / 'bin' / 'python'}"] if name == "vllm_cpu" else []
+    rc = main(["run", f"matrix={file}", "dry_run=true", *extra])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    n_arms, keys = FRESH[name]
+    assert [a["label"] for a in arms_of(out)] == [chr(ord("A") + i) for i in range(n_arms)], out
+    warned = {line.split(": ")[1] for line in out.splitlines() if line.startswith(f"  {file}: ")}
+    assert warned == keys, out
+    for line in out.splitlines():
+        if ".pr: " in line:
+            assert "not in the patch cache" in line and "curl -fL http://127.0.0.1:9/" in line, line
+    assert "cannot fetch" not in out and not cache.exists(), "a dry run never touches the network"
+    assert not (tmp_path / "runs").exists() and "nothing launched (dry run)" in out

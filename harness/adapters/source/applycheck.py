@@ -1,7 +1,7 @@
 """Whether an arm's patches apply to the base commit, without a worktree and without writing
-anything into the repository: git reads the base into a scratch index and writes the patched blobs
-into a scratch object folder that borrows the repository's objects (an alternate). What a dry run
-uses to say which arms a real run would record as PATCH_FAILED."""
+anything into the repository: git reads the base into a scratch index and checks the patches
+against it (`apply --check --cached` writes no object). What a dry run uses to say which arms a
+real run would record as PATCH_FAILED."""
 from __future__ import annotations
 
 import tempfile
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from harness.adapters.source.gitcmd import git, stderr_of, stdout_of
+from harness.adapters.source.gitcmd import git, stderr_of
 from harness.adapters.source.patches import ENCODING, ERRORS, PatchSpec, patch_text
 
 
@@ -27,21 +27,25 @@ def first_not_applying(repo_top: Path, base_sha: str, patches: Sequence[PatchSpe
     The user's index, work tree and object store are left as they were."""
     if not patches:
         return None
-    objects = stdout_of(git(repo_top, ["rev-parse", "--path-format=absolute", "--git-path", "objects"])).strip()
+    texts = [patch_text(repo_top, p) for p in patches]
+    texts = [t if t.endswith("\n") else t + "\n" for t in texts]
     with tempfile.TemporaryDirectory(prefix="harness-apply-") as tmp:
-        scratch = Path(tmp)
-        (scratch / "objects").mkdir()
-        env = {"GIT_INDEX_FILE": str(scratch / "index"), "GIT_OBJECT_DIRECTORY": str(scratch / "objects"),
-               "GIT_ALTERNATE_OBJECT_DIRECTORIES": objects}
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         git(repo_top, ["read-tree", base_sha], env=env, timeout_s=timeout_s)
-        for i, p in enumerate(patches):
-            diff = p.diff
-            if diff is None:   # a commit or range: git's diff of it, as the worktree would apply
-                diff = scratch / f"{i:02d}.diff"
-                diff.write_bytes(patch_text(repo_top, p).encode(ENCODING, ERRORS))
-            # --cached: the scratch index only, never a work tree; --whitespace=nowarn as in prepare.
-            proc = git(repo_top, ["apply", "--cached", "--whitespace=nowarn", "--", str(diff)], check=False,
-                       env=env, timeout_s=timeout_s)
-            if proc.returncode != 0:
-                return NotApplied(i, "; ".join(ln.strip() for ln in stderr_of(proc).splitlines() if ln.strip()))
-    return None
+
+        def check(k: int) -> str | None:
+            # One input holding patches 1..k: git applies them in turn, in memory (a later patch of the
+            # same file sees the earlier ones), and --check writes nothing.
+            proc = git(repo_top, ["apply", "--check", "--cached", "--whitespace=nowarn", "-"], check=False, env=env,
+                       input="".join(texts[:k]).encode(ENCODING, ERRORS), timeout_s=timeout_s)
+            return None if proc.returncode == 0 else "; ".join(
+                ln.strip() for ln in stderr_of(proc).splitlines() if ln.strip())
+
+        whole = check(len(texts))
+        if whole is None:
+            return None
+        for k in range(1, len(texts)):
+            message = check(k)
+            if message is not None:
+                return NotApplied(k - 1, message)
+    return NotApplied(len(texts) - 1, whole)

@@ -49,7 +49,8 @@ def resolve_repo(repo: Path, ref: str, *, file: str | None = None) -> tuple[Path
     Returns (toplevel, full base SHA); ConfigError naming the path or the ref otherwise."""
     repo = Path(repo).expanduser()
     if not repo.is_dir():
-        raise ConfigError(f"{repo} is not a directory", file=file, key=REPO_KEY)
+        raise ConfigError(f"{repo} is not a directory: expected a git checkout of the engine's source",
+                          file=file, key=REPO_KEY)
     proc = git(repo, ["rev-parse", "--show-toplevel"], check=False)
     if proc.returncode != 0:
         raise ConfigError(f"{repo} is not a git repository: {stderr_of(proc).strip()}", file=file, key=REPO_KEY)

@@ -76,3 +76,22 @@ def test_default_places(monkeypatch, tmp_path):
     assert prcache.diff_path("vllm-project/vllm#123") == tmp_path / ".cache/harness/patches/vllm-project_vllm_123.diff"
     assert prcache.url_of("vllm-project/vllm#123") == \
         "https://patch-diff.githubusercontent.com/raw/vllm-project/vllm/pull/123.diff"
+
+
+def test_a_cache_lookup_never_fetches_nor_writes(served, tmp_path):
+    assert prcache.cached("o/r#1") is None and not (tmp_path / "cache").exists()
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "o_r_1.diff").write_text(FIX)          # placed by hand
+    assert prcache.cached("o/r#1") == tmp_path / "cache" / "o_r_1.diff"
+    assert not (tmp_path / "cache" / "o_r_1.json").exists(), "a lookup records nothing"
+    path = prcache.resolve("o/r#1")
+    path.write_text(FIX + "edited\n")
+    with pytest.raises(ConfigError, match="has changed since it was fetched") as e:
+        prcache.cached("o/r#1", file="m.yaml", key="axes.a.on.patches[0].pr")
+    assert e.value.key == "axes.a.on.patches[0].pr"
+
+
+def test_the_offline_hint_gives_the_url_and_the_path(served, tmp_path):
+    hint = prcache.offline_hint("o/r#1")
+    assert f"`curl -fL {prcache.url_of('o/r#1')} -o {tmp_path / 'cache' / 'o_r_1.diff'}`" in hint
+    assert f"put the file at {tmp_path / 'cache' / 'o_r_1.diff'}" in hint
