@@ -81,15 +81,16 @@ def test_the_offline_hint_is_never_wrapped(project, tmp_path, monkeypatch, capsy
     assert any(command in line for line in out.splitlines()), out
 
 
-def test_argv_shows_paths_as_written_and_no_port(project, tmp_path, monkeypatch, offline, capsys):
+def test_argv_shows_paths_as_written_no_port_and_no_secret(project, tmp_path, monkeypatch, offline, capsys):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    write_matrix(project, "m", {"target": {"engine": "vllm", "model": "../models/tiny",
-                                           "python": "~/venvs/vllm/bin/python"}})
+    write_matrix(project, "m", {"target": {"engine": "vllm", "model": "../models/tiny", "args": ["--api-key", "sekrit"],
+                                           "python": "~/venvs/vllm/bin/python", "env": {"HF_TOKEN": "hf_sekrit"}}})
     rc, out, err = cli(capsys, "run", "matrix=m", "dry_run=true")
     assert rc == 0, out + err
     argv = next(line for line in out.splitlines() if line.startswith("  argv: "))
     assert argv.startswith("  argv: ~/venvs/vllm/bin/python -m vllm.entrypoints.cli.main serve ../models/tiny ")
     assert "--port '<free port>'" in argv and str(tmp_path) not in argv
+    assert "sekrit" not in out and "--api-key '***'" in argv and "HF_TOKEN='***'" in out
     assert "target.python" in warnings_by_key(out, project / "matrices" / "m.yaml")
 
 
