@@ -75,13 +75,13 @@ def _numbers(c: Comparison) -> str:
     statistic, threshold = getattr(c, "statistic", None), getattr(c, "threshold", None)
     rule = getattr(c, "rule", "") or c.test
     if statistic is not None and threshold is not None:
-        text += f"; {rule}: log GLR {statistic:.2f} vs threshold {threshold:.2f}"
+        text += f"; {rule} (log GLR {statistic:.2f}, threshold {threshold:.2f})"
     elif c.p_value is not None:
         held = f", adjusted {p_text(c.p_adjusted)}" if c.p_adjusted is not None and c.p_adjusted != c.p_value else ""
         text += f"; {rule}, p = {p_text(c.p_value)}{held}"
     else:
         text += f"; {rule}"
-    return text + (f" ({c.note})" if c.note else "")
+    return text + (f" ({c.note})" if c.note and c.note not in rule else "")
 
 
 def _verdicts(data: ReportData) -> list[str]:
