@@ -38,7 +38,7 @@ def test_auto_repeats_stop_when_decided_and_resume(project):
     assert sum(launches(project, "auto").values()) < 3 * 10
     md = (project / "runs" / "auto" / "report.md").read_text()
     assert f"- C vs A, READY: **WORSE** — 0/{n_bad} vs {n_bad}/{n_bad}, -1.00; sequential GLR" in md
-    assert f"(decided at {n_bad}/arm)" in md and "- B vs A, READY: **SAME**" in md and "inside ±0.5" in md
+    assert f"decided at {n_bad}/arm (log GLR" in md and "- B vs A, READY: **SAME**" in md and "inside ±0.5" in md
     again = run_cli("run", "matrix=auto", "progress=false", "tracking.enabled=false", cwd=project)
     assert again.returncode == 0 and "0 trials run" in again.stdout
     html = run_cli("report", "matrix=auto", "format=html", cwd=project)
