@@ -82,13 +82,15 @@ def shown_argv(result: TrialResult, free_port: bool, cwd: Path | None = None) ->
     home, here = os.path.expanduser("~"), str((cwd or Path.cwd()).resolve())
     out: list[str] = []
     port_next = False
+    # The launch's port where the record has it; else the value after a --*port flag.
+    port = re.compile(rf"(?<![0-9]){result.port}(?![0-9])") if free_port and result.port else None
     for tok in result.argv:
-        if port_next:
-            out.append("{port}")
+        if port_next or (port is not None and port.search(tok)):
+            out.append("{port}" if port_next or port is None else port.sub("{port}", tok))
             port_next = False
             continue
         name, eq, _ = tok.partition("=")
-        if free_port and name.startswith("-") and name.lstrip("-").replace("_", "-").endswith("port"):
+        if free_port and port is None and name.startswith("-") and name.lstrip("-").replace("_", "-").endswith("port"):
             if eq:
                 out.append(f"{name}={{port}}")
             else:

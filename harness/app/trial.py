@@ -232,7 +232,7 @@ def _launch(spec: TrialSpec, store: Store, trial_dir: Path, engine, base: TrialR
                         args=arm.args, command=t.command, worktree=worktree)
     argv = engine.argv(ctx)
     config = {**arm.launch_key(), "args": redact_argv(arm.args, env), "env": redact_env(arm.env)}
-    base = replace(base, argv=tuple(redact_argv(argv, env)), env=redact_env(set_env), config=config)
+    base = replace(base, argv=tuple(redact_argv(argv, env)), env=redact_env(set_env), config=config, port=port)
     cwd = worktree or Path.cwd()
     if tree is not None and tree.prepared.record.touched:
         # Before the launch: a server that would run other code than the arm claims is no data.

@@ -74,6 +74,7 @@ class TrialResult:
     dp: int = 1
     ep: int = 1
     argv: tuple[str, ...] = ()
+    port: int | None = None            # the server's port for this launch
     env: Mapping[str, str] = field(default_factory=dict)   # redacted, harness-set keys only
     config: Mapping[str, Any] = field(default_factory=dict)  # resolved arm config
     source: SourceRecord = SourceRecord()

@@ -54,7 +54,8 @@ def _store_with_paths(tmp_path: Path, axes: dict, pr_axis: bool = False):
             matrix="paths", arm_id=arm.arm_id, label=arm.label, levels=dict(arm.levels), trial=1,
             outcome=Outcome.READY, ladder=Ladder(3, 3, 1.0, None), engine="vllm", model="Qwen/Qwen3-0.6B",
             argv=(str(Path.home() / "venvs" / "vllm" / "bin" / "python"), "-m", "vllm.entrypoints.cli.main",
-                  "serve", "Qwen/Qwen3-0.6B", "--port", "43121", "--chat-template", f"{worktree}/tpl.jinja"),
+                  "serve", "Qwen/Qwen3-0.6B", "--port", "43121", "--chat-template", f"{worktree}/tpl.jinja",
+                  "--probe-url=http://127.0.0.1:43121/health", "43121"), port=43121,
             env={**arm.env, "TMPDIR": f"{worktree}/tmp", "TRITON_CACHE_DIR": f"{worktree}/cache/triton",
                  "PYTHONPATH": f"{worktree}/python"},
             source=SourceRecord(repo="/src/vllm", ref="main", base_sha="ab" * 20, worktree=worktree),
@@ -68,7 +69,7 @@ def test_details_are_relative_without_ports_and_env_is_as_declared_for_any_axis_
                                           "alloc": {"default": {}, "expandable": {
                                               "env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}}}})
     md = build_report(matrix, tmp_path / "runs", ("md",)).markdown
-    assert "43121" not in md and "--port {port}" in md
+    assert "43121" not in md and "--port {port}" in md and "http://127.0.0.1:{port}/health {port}`" in md
     assert str(tmp_path) not in md and str(Path.home()) not in md
     assert "--chat-template <worktree>/tpl.jinja" in md and "~/venvs/vllm/bin/python" in md
     for leaked in ("TMPDIR", "TRITON_CACHE_DIR", "PYTHONPATH"):

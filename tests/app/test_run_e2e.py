@@ -63,7 +63,7 @@ def test_failure_modes_are_classified_and_nothing_is_left(project):
         assert r["argv"][1] == str(FIXTURE_SERVER)
     assert not fixture_processes(str(FIXTURE_SERVER) + " --host"), "a server process was left behind"
     md = (project / "runs" / "modes" / "report.md").read_text()
-    assert "| A | ready | 1/1 [0.21, 1.00] |" in md and "IMA 1" in md
+    assert "| A | ready | 1/1 READY" in md and "| B | crash | 1/1 illegal memory access" in md
 
 
 LAUNCH = '''import os, sys
@@ -105,8 +105,9 @@ def test_patch_arms_worktrees_and_a_patch_that_does_not_apply(project, source_re
     assert (git(source_repo, "status", "--porcelain"), git(source_repo, "rev-parse", "HEAD")) == before
     assert (source_repo / "pkg" / "mode.py").read_text() == 'MODE = "uncommitted"\n'
     md = run_cli("report", "matrix=patched", "format=md", cwd=project).stdout
-    assert "| A | off | 0/2 [0.00, 0.66] |" in md and "| B | on | 2/2 [0.34, 1.00] |" in md
-    assert "| C | stale | 0/0 (+2 not counted) |" in md
+    assert "| A | off | 2/2 illegal memory access | 0.00 [0.00, 0.66] |" in md
+    assert "| B | on | 2/2 READY, 4/4 shapes each | 1.00 [0.34, 1.00] |" in md
+    assert "| C | stale | no launch counted (+2 PATCH_FAILED, not counted) | - |" in md
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
