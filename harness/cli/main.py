@@ -47,17 +47,23 @@ def _run(ns: argparse.Namespace, console: Console) -> int:
     if settings.dry_run:
         return EXIT_OK
     report = build_report(matrix, settings.runs_dir)
+    tracking_errors = list(outcome.tracking_errors)
+    if settings.tracking_enabled and not tracking_errors:   # the writer has finished: one sqlite writer at a time
+        from harness.app.dashboard import dashboard_url, publish
+        tracking_errors += publish(report, settings)
     console.print(terminal_table(report.data, title=f"{matrix.name}: per-arm results"))
     _print_markdown(console, report.markdown)
-    console.print(f"results: {outcome.store}", markup=False)
+    console.print(f"results: {outcome.store}", markup=False, soft_wrap=True)
     for f in report.files:
-        console.print(f"report:  {f}", markup=False)
+        console.print(f"report:  {f}", markup=False, soft_wrap=True)
     if settings.tracking_enabled:
         where = settings.tracking_uri or f"sqlite:///{(settings.runs_dir / 'mlflow.db').resolve()}"
-        console.print(f"mlflow:  {where} (harness ui)", markup=False)
-    for err in outcome.tracking_errors:
+        console.print(f"mlflow:  {where} (harness ui)", markup=False, soft_wrap=True)
+        if not tracking_errors and (url := dashboard_url(settings, matrix.name)):
+            console.print(f"arms:    {url}", markup=False, soft_wrap=True)
+    for err in tracking_errors:
         console.print(f"tracking failed, results are in the store; re-feed with "
-                      f"`harness sync matrix={matrix.name}`: {err}", style="yellow", markup=False)
+                      f"`harness sync matrix={matrix.name}`: {err}", style="yellow", markup=False, soft_wrap=True)
     return EXIT_OK
 
 
@@ -89,18 +95,19 @@ def _classify(ns: argparse.Namespace, console: Console) -> int:
     for name in ns.logs:
         path = Path(name)
         if not path.is_file():
-            console.print(f"{name}: no such file", markup=False, style="red")
+            console.print(f"{name}: no such file", markup=False, style="red", soft_wrap=True)
             status = EXIT_USAGE
             continue
         info = classify_file(path, ns.ready_marker)
         if ns.json:
             sys.stdout.write(json.dumps(info) + "\n")
             continue
-        console.print(f"{name}: {info['outcome'] or 'no verdict (no error, no ready marker)'}", markup=False)
+        console.print(f"{name}: {info['outcome'] or 'no verdict (no error, no ready marker)'}", markup=False,
+                      soft_wrap=True)
         for key in ("ready_line", "first_error_line", "failing_rank", "failing_bs", "shapes_captured", "shapes_total",
                     "capture_s", "signature"):
             if info[key] is not None:
-                console.print(f"  {key}: {info[key]}", markup=False, highlight=False)
+                console.print(f"  {key}: {info[key]}", markup=False, highlight=False, soft_wrap=True)
     return status
 
 
@@ -111,10 +118,17 @@ def _sync(ns: argparse.Namespace, console: Console) -> int:
     matrix, settings = load(ns.overrides)
     tracker = Tracker(TrackingConfig(uri=settings.tracking_uri), settings.runs_dir)
     rep = tracker.sync(settings.runs_dir / matrix.name)
-    console.print(f"logged {rep.logged}, already there {rep.skipped}, failed {len(rep.failed)}", markup=False)
+    console.print(f"logged {rep.logged}, already there {rep.skipped}, removed {rep.removed} (launches no longer "
+                  f"stored), failed {len(rep.failed)}", markup=False, soft_wrap=True)
     for path, msg in rep.failed:
-        console.print(f"  {path}: {msg}", markup=False)
-    return EXIT_OK if not rep.failed else EXIT_FAILED
+        console.print(f"  {path}: {msg}", markup=False, soft_wrap=True)
+    from harness.app.dashboard import publish
+    from harness.app.report import build_report
+
+    errors = publish(build_report(matrix, settings.runs_dir, formats=()), settings)
+    for err in errors:
+        console.print(f"  report not published: {err}", markup=False, soft_wrap=True)
+    return EXIT_OK if not rep.failed and not errors else EXIT_FAILED
 
 
 def _ui(ns: argparse.Namespace, console: Console) -> int:
@@ -124,7 +138,7 @@ def _ui(ns: argparse.Namespace, console: Console) -> int:
     if not words["port"].isdigit() or not 0 < int(words["port"]) < 65536:
         raise ConfigError(f"expected a port number (1-65535), got {words['port']!r}", key="port")
     port = int(words["port"])
-    console.print(f"MLflow UI on http://127.0.0.1:{port} (Ctrl-C stops it)", markup=False)
+    console.print(f"MLflow UI on http://127.0.0.1:{port} (Ctrl-C stops it)", markup=False, soft_wrap=True)
     try:
         return serve_ui(Path(words["runs_dir"]), port)
     except Terminated:
@@ -179,9 +193,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point. Bad input (ConfigError) exits 2 with one message; Ctrl-C and SIGTERM stop what runs,
     keep what finished and exit 130 / 143."""
     words = list(sys.argv[1:] if argv is None else argv)
-    console = Console(highlight=False, soft_wrap=True)
+    # Not soft_wrap by default: the live view needs its lines cut to the terminal; messages ask for it.
+    console = Console(highlight=False)
     if not console.is_terminal:
-        console = Console(highlight=False, width=160, soft_wrap=True)
+        console = Console(highlight=False, width=160)
     in_main = threading.current_thread() is threading.main_thread()   # signals reach the main thread only
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main else None
     command = words[0] if words else ""
