@@ -101,13 +101,13 @@ def run_matrix(matrix: Matrix, settings: Settings, console: Console) -> RunRepor
                     current = f"now: {arm.label} ({arm.title}) trial {key.k}/{matrix.repeats}"
                     live.update(_view(progress, current, matrix, arms, seen))
                     if not live_on:
-                        console.print(current, markup=False)
+                        console.print(current, markup=False, soft_wrap=True)
                     result = run_trial(TrialSpec(matrix, arm, key.k, settings.runs_dir, source_top, base_sha), store)
                     ran += 1
                     if not live_on:
                         console.print(f"  {arm.label}#{key.k}: {result.outcome.value}"
                                       + (f" — {result.first_error_line}" if result.first_error_line else ""),
-                                      markup=False)
+                                      markup=False, soft_wrap=True)
                     seen[:] = [r for r in seen if (r.arm_id, r.trial) != (result.arm_id, result.trial)] + [result]
                     if writer is not None:
                         writer.submit(result, store.trial_dir(arm.arm_id, key.k))
@@ -120,7 +120,7 @@ def run_matrix(matrix: Matrix, settings: Settings, console: Console) -> RunRepor
             writer.close()
             errors = tuple(writer.errors)
     console.print(f"{ran} trials run, {before} already in the store, "
-                  f"{time.monotonic() - t0:.1f} s", markup=False)
+                  f"{time.monotonic() - t0:.1f} s", markup=False, soft_wrap=True)
     return RunReport(total=len(trials), skipped=before,
                      ran=ran, store=store.root, tracking_errors=errors)
 
