@@ -158,13 +158,6 @@ def trial_fields(result: TrialResult, secrets: Secrets) -> RunFields:
                      metrics=metrics, tags=_guard(tags, secrets, TAG_LIMIT))
 
 
-def arm_summary(trial_tags: Iterable[Mapping[str, str]]) -> RunFields:
-    """The arm's numbers from its trial runs' tags: n counted trials, ready_k of them READY."""
-    counted = [t for t in trial_tags if t.get("harness.counts") == "true"]
-    k = sum(1 for t in counted if t.get("outcome") == Outcome.READY.value)
-    return RunFields(metrics={"ready_k": float(k), "n": float(len(counted))}, tags={"ready": f"{k}/{len(counted)}"})
-
-
 def run_times_ms(result: TrialResult) -> tuple[int | None, int | None]:
     """(start, end) in epoch milliseconds from started_at (ISO-8601, UTC if naive) and duration_s;
     None where the record does not say (MLflow then uses the current time)."""

@@ -82,20 +82,27 @@ class MlflowWriter:
         except (MlflowException, OSError, requests.RequestException, sqlalchemy.exc.SQLAlchemyError) as e:
             raise TrackingError(key, f"{type(e).__name__}: {e} (tracking URI {self.uri})") from e
 
-    def experiment(self, name: str, artifact_location: str | None) -> str:
-        """The id of the active experiment `name`, created (with artifact_location) if missing."""
+    def experiment(self, name: str, artifact_location: str | None, tags: Mapping[str, str] | None = None) -> str:
+        """The id of the active experiment `name`, created (with artifact_location) if missing; tags
+        it lacks or holds with other values are set (once per writer)."""
         if name not in self._experiments:
             exp = self.client.get_experiment_by_name(name)
             if exp is None:
-                exp_id = self.client.create_experiment(name, artifact_location=artifact_location,
-                                                       tags={"harness.matrix": name})
+                exp_id = self.client.create_experiment(name, artifact_location=artifact_location, tags=dict(tags or {}))
             elif exp.lifecycle_stage != "active":
                 raise Refused(f"experiment {name!r} is deleted in {self.uri}; restore it "
                               "(mlflow experiments restore) or use another tracking URI")
             else:
                 exp_id = exp.experiment_id
+                for k, v in (tags or {}).items():
+                    if exp.tags.get(k) != v:
+                        self.client.set_experiment_tag(exp_id, k, v)
             self._experiments[name] = exp_id
         return self._experiments[name]
+
+    def experiment_tag(self, exp: str, key: str) -> str | None:
+        """One tag of the experiment as stored now."""
+        return self.client.get_experiment(exp).tags.get(key)
 
     def search(self, exp: str, tags: Mapping[str, str]) -> list:
         """All active runs of exp whose tags have these values (every page)."""

@@ -96,15 +96,19 @@ def test_log_trial_writes_arm_and_trial_runs(tracker, runs_dir):
     assert tracker.uri == f"sqlite:///{runs_dir.resolve()}/mlflow.db"
     exp = client.get_experiment_by_name(MATRIX)
     assert exp.artifact_location == (runs_dir / "mlflow-artifacts" / MATRIX).resolve().as_uri()
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"   # a classic experiment in the UI
     runs = all_runs(client)
-    (arm,), (trial,) = kind(runs, "arm"), kind(runs, "trial")
+    (campaign,), (arm,), (trial,) = kind(runs, "campaign"), kind(runs, "arm"), kind(runs, "trial")
     assert trial.info.run_id == run_id
+    assert campaign.info.run_name == "campaign four_arm" and "mlflow.parentRunId" not in campaign.data.tags
     assert arm.info.run_name == "A arm0a1b" and arm.data.tags["harness.arm_id"] == "arm0a1b"
+    assert arm.data.tags["mlflow.parentRunId"] == campaign.info.run_id
     assert arm.data.params == {"level.pr32467": "on", "level.pr33795": "off"}
-    assert arm.data.metrics == {"ready_k": 1.0, "n": 1.0} and arm.data.tags["ready"] == "1/1"
-    assert arm.info.status == "FINISHED"
+    assert arm.data.metrics == {}   # the arm's numbers come from the report (publish), never from a partial count
+    assert arm.info.start_time == T0_MS
     assert trial.info.run_name == "A#0" and trial.data.tags["mlflow.parentRunId"] == arm.info.run_id
     assert trial.data.tags["harness.trial"] == "0" and trial.data.tags["harness.arm_id"] == "arm0a1b"
+    assert trial.data.tags["harness.launch_id"] == "started:" + T0   # a record from before launch ids
     assert trial.data.params == {"level.pr32467": "on", "level.pr33795": "off", "engine": "sglang",
                                  "model": "org/model", "tp": "8", "dp": "1", "ep": "1", "base_sha": "deadbeef" * 5,
                                  "patch.0.pr32467": "a" * 64}
@@ -133,20 +137,6 @@ def test_failed_trial_tags_truncated_visibly(tracker, runs_dir):
     assert run.data.metrics["ready"] == 0.0 and "startup_s" not in run.data.metrics and "capture_s" not in run.data.metrics
 
 
-def test_arm_summary_counts_only_counted_outcomes(tracker, runs_dir):
-    outcomes = [Outcome.READY, Outcome.IMA, Outcome.READY, Outcome.INFRA, Outcome.PATCH_FAILED]
-    for k, o in enumerate(outcomes):
-        r = make_result(k=k, outcome=o)
-        tracker.log_trial(r, write_trial(runs_dir, r))
-    runs = all_runs(MlflowClient(tracker.uri))
-    (arm,) = kind(runs, "arm")
-    assert arm.data.tags["ready"] == "2/3" and arm.data.metrics == {"ready_k": 2.0, "n": 3.0}
-    counts = {r.data.tags["outcome"]: r.data.tags["harness.counts"] for r in kind(runs, "trial")}
-    assert counts == {"READY": "true", "IMA": "true", "INFRA": "false", "PATCH_FAILED": "false"}
-    hist = MlflowClient(tracker.uri).get_metric_history(arm.info.run_id, "ready_k")
-    assert [(m.step, m.value) for m in hist] == [(1, 1.0), (2, 1.0), (3, 2.0)]
-
-
 def test_logging_twice_makes_no_duplicates_and_no_reupload(tracker, runs_dir):
     r = make_result()
     d = write_trial(runs_dir, r)
@@ -160,8 +150,7 @@ def test_logging_twice_makes_no_duplicates_and_no_reupload(tracker, runs_dir):
     assert again.log_trial(r, d) == first and tracker.log_trial(r, d) == first
     assert all(set(p.read_bytes()) == {ord("Z")} for p in files)
     runs = all_runs(MlflowClient(tracker.uri))
-    assert len(kind(runs, "arm")) == 1 and len(kind(runs, "trial")) == 1
-    assert kind(runs, "arm")[0].data.tags["ready"] == "1/1"
+    assert len(kind(runs, "campaign")) == 1 and len(kind(runs, "arm")) == 1 and len(kind(runs, "trial")) == 1
 
 
 def test_relogging_a_reclassified_trial_updates_tags_not_runs(tracker, runs_dir):
@@ -172,7 +161,7 @@ def test_relogging_a_reclassified_trial_updates_tags_not_runs(tracker, runs_dir)
     assert tracker.log_trial(r2, d) == run_id
     run = MlflowClient(tracker.uri).get_run(run_id)
     assert run.data.tags["outcome"] == "HANG" and "signature" not in run.data.tags
-    assert len(all_runs(MlflowClient(tracker.uri))) == 2
+    assert len(kind(all_runs(MlflowClient(tracker.uri)), "trial")) == 1
 
 
 def test_changed_param_is_a_tracking_error_naming_the_trial(tracker, runs_dir):
@@ -191,10 +180,10 @@ def test_sync_two_arms_three_trials_is_idempotent(tracker, runs_dir):
     assert tracker.sync(runs_dir / MATRIX) == SyncReport(logged=6, skipped=0, failed=[])
     assert Tracker(TrackingConfig(), runs_dir).sync(runs_dir / MATRIX) == SyncReport(logged=0, skipped=6, failed=[])
     runs = all_runs(MlflowClient(tracker.uri))
-    assert len(runs) == 8
+    assert len(runs) == 9   # the campaign, two arms, six trials
     for arm in kind(runs, "arm"):
         children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == arm.info.run_id]
-        assert len(children) == 3 and arm.data.tags["ready"] == "3/3"
+        assert len(children) == 3
         assert arm.info.run_name in ("A aaa111", "B bbb222")
         assert {c.info.run_name for c in children} == {f"{arm.info.run_name[0]}#{k}" for k in range(3)}
 
@@ -214,7 +203,7 @@ def test_sync_reports_bad_files_and_logs_the_others(tracker, runs_dir):
     assert all(msg.startswith("unreadable result") for _, msg in report.failed)
     runs = all_runs(MlflowClient(tracker.uri))
     assert len(kind(runs, "trial")) == 1
-    assert {r.info.run_name: r.data.tags["ready"] for r in kind(runs, "arm")} == {"A arm0a1b": "1/1", "C ccc333": "0/0"}
+    assert {r.info.run_name for r in kind(runs, "arm")} == {"A arm0a1b", "C ccc333"}
 
 
 def test_sync_completes_a_half_logged_trial(tracker, runs_dir):
@@ -231,7 +220,7 @@ def test_sync_completes_a_half_logged_trial(tracker, runs_dir):
     assert set(patch.read_bytes()) == {ord("Z")}  # present with its size: not sent again
     assert (art / "server.log").read_text() == "server up\nREADY\n"
     assert artifact_paths(client, run_id) == ["patches/pr32467.diff", "result.json", "server.log"]
-    assert len(all_runs(client)) == 2 and client.get_run(run_id).data.tags[DONE_TAG]
+    assert len(kind(all_runs(client), "trial")) == 1 and client.get_run(run_id).data.tags[DONE_TAG]
 
 
 def test_secrets_never_reach_mlflow(tracker, runs_dir):
@@ -324,3 +313,46 @@ def test_unreachable_server_fails_fast_with_tracking_error(runs_dir, monkeypatch
     with pytest.raises(TrackingError, match=r"four_arm/arm0a1b/0: MlflowException.*127\.0\.0\.1") as e:
         tracker.log_trial(r, write_trial(runs_dir, r))
     assert time.monotonic() - t < 10 and e.value.key == "four_arm/arm0a1b/0"
+
+
+def test_a_relaunch_gets_its_own_run_and_the_earlier_launch_leaves(tracker, runs_dir):
+    ready = make_result(k=1, launch_id="launch1", started_at="2025-01-02T03:04:05.000+00:00", duration_s=400.0)
+    first = tracker.log_trial(ready, write_trial(runs_dir, ready))
+    ima = make_result(k=1, outcome=Outcome.IMA, launch_id="launch2", started_at="2025-01-02T04:00:00.250+00:00",
+                      duration_s=1.4, startup_s=None, ladder=Ladder(shapes_total=36), signature="IMA|x")
+    second = tracker.log_trial(ima, write_trial(runs_dir, ima))
+    client = MlflowClient(tracker.uri)
+    assert second != first
+    assert client.get_run(first).info.lifecycle_stage == "deleted"
+    run = client.get_run(second)
+    # Only this launch's values: nothing left over from the READY launch, and its own 1.4 s.
+    assert run.data.metrics == {"ready": 0.0, "shapes_total": 36.0, "duration_s": 1.4, "verdict_s": 12.5}
+    assert run.data.tags["outcome"] == "IMA" and run.data.tags["harness.launch_id"] == "launch2"
+    assert run.info.end_time - run.info.start_time == 1400
+    assert [r.info.run_id for r in kind(all_runs(client), "trial")] == [second]
+
+
+def test_sync_removes_runs_of_launches_no_longer_stored(tracker, runs_dir):
+    for k in (1, 2, 3):
+        write_trial(runs_dir, make_result(k=k, launch_id=f"old{k}"))
+    assert tracker.sync(runs_dir / MATRIX) == SyncReport(logged=3, skipped=0, failed=[], removed=0)
+    arm_dir = runs_dir / MATRIX / "arm0a1b"
+    aside = runs_dir / MATRIX / ".superseded" / "20250101T000000.000000Z" / "arm0a1b"
+    aside.mkdir(parents=True)
+    (arm_dir / "3").rename(aside / "3")                       # moved out of the campaign (rerun=true)
+    write_trial(runs_dir, make_result(k=1, launch_id="new1", outcome=Outcome.IMA))   # re-launched
+    again = Tracker(TrackingConfig(), runs_dir)
+    assert again.sync(runs_dir / MATRIX) == SyncReport(logged=1, skipped=1, failed=[], removed=2)
+    trials = kind(all_runs(MlflowClient(tracker.uri)), "trial")
+    assert sorted((r.data.tags["harness.trial"], r.data.tags["harness.launch_id"]) for r in trials) == [
+        ("1", "new1"), ("2", "old2")]
+    assert again.sync(runs_dir / MATRIX) == SyncReport(logged=0, skipped=2, failed=[], removed=0)
+
+
+def test_sync_leaves_the_runs_of_an_unreadable_record_alone(tracker, runs_dir):
+    write_trial(runs_dir, make_result(k=1, launch_id="l1"))
+    tracker.sync(runs_dir / MATRIX)
+    (runs_dir / MATRIX / "arm0a1b" / "1" / "result.json").write_text("{half")
+    report = tracker.sync(runs_dir / MATRIX)
+    assert (report.removed, len(report.failed)) == (0, 1)   # which launch is current there is unknown
+    assert len(kind(all_runs(MlflowClient(tracker.uri)), "trial")) == 1

@@ -1,7 +1,7 @@
 """The pure part of tracking: what a trial looks like in MLflow."""
 from __future__ import annotations
 
-from harness.adapters.tracking_fields import (TRUNCATED, Secrets, arm_summary, clip, redacted_record, run_times_ms,
+from harness.adapters.tracking_fields import (TRUNCATED, Secrets, clip, redacted_record, run_times_ms,
                                               safe_key, trial_fields)
 from harness.core.outcome import Outcome
 from harness.core.record import TrialResult
@@ -40,16 +40,10 @@ def test_trial_fields_leave_out_what_is_unknown():
     assert f.params == {"level.x": "on", "engine": "command", "tp": "1", "dp": "1", "ep": "1"}
 
 
-def test_arm_summary_ignores_uncounted_and_half_logged_runs():
-    tags = [{"outcome": "READY", "harness.counts": "true"}, {"outcome": "OOM", "harness.counts": "true"},
-            {"outcome": "INFRA", "harness.counts": "false"}, {}]
-    s = arm_summary(tags)
-    assert s.metrics == {"ready_k": 1.0, "n": 2.0} and s.tags == {"ready": "1/2"}
-    assert arm_summary([]).tags == {"ready": "0/0"}
-
-
 def test_run_times():
     assert run_times_ms(result()) == (None, None)
     assert run_times_ms(result(started_at="1970-01-01T00:00:10Z", duration_s=1.5)) == (10_000, 11_500)
     assert run_times_ms(result(started_at="1970-01-01T00:00:10", duration_s=None)) == (10_000, None)  # naive = UTC
     assert run_times_ms(result(started_at="yesterday")) == (None, None)
+    # A launch's own milliseconds: a 1.4 s launch lasts 1.4 s.
+    assert run_times_ms(result(started_at="1970-01-01T00:00:10.250+00:00", duration_s=1.4)) == (10_250, 11_650)
