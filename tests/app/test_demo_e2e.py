@@ -46,9 +46,9 @@ def test_demo_matrix_end_to_end_with_mlflow(project):
         import mlflow
         client = mlflow.MlflowClient(f"sqlite:///{project / 'runs' / 'mlflow.db'}")
         exp = client.get_experiment_by_name("demo")
-        runs = client.search_runs([exp.experiment_id], max_results=100)
-        arms = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
-        trials = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+        runs = client.search_runs([exp.experiment_id], max_results=200)
+        arms = [r for r in runs if r.data.tags.get("harness.kind") == "arm"]
+        trials = [r for r in runs if r.data.tags.get("harness.kind") == "trial"]
         assert len(arms) == 2 and len(trials) == n
         ready = [t for t in trials if t.data.tags.get("outcome") == "READY"]
         assert len(ready) == sum(r["outcome"] == "READY" for r in rs)
@@ -60,6 +60,6 @@ def test_demo_matrix_end_to_end_with_mlflow(project):
         # Re-running resumes: nothing new is launched or logged twice.
         again = run_cli("run", "matrix=demo", "progress=false", cwd=project, timeout=120)
         assert again.returncode == 0 and f"0 trials run, {n} already in the store" in again.stdout
-        assert len(client.search_runs([exp.experiment_id], max_results=100)) == n + 2
+        assert len(client.search_runs([exp.experiment_id], max_results=200)) == len(runs)
     finally:
         remove_worktrees(REPO, project / "runs" / ".worktrees")
