@@ -96,6 +96,20 @@ def test_yaml_syntax_error(project):
     check(project, ["matrix=m"], "m.yaml", "not valid YAML")
 
 
+def test_an_error_naming_a_long_path_keeps_path_and_message_on_one_line(tmp_path):
+    # A console that wraps at its width would split the path (or the message) across lines, and
+    # whether a word is cut depends on how long the temp folder's name happens to be.
+    deep = tmp_path
+    for i in range(4):
+        deep = deep / f"a-folder-with-a-rather-long-name-{i}-{'x' * 20}"
+    (deep / "matrices").mkdir(parents=True)
+    path = deep / "matrices" / "m.yaml"
+    path.write_text("target: {engine: command\n")
+    assert len(str(path)) > 200
+    err = check(deep, ["matrix=m"])
+    assert any(str(path) in line and "not valid YAML" in line for line in err.splitlines()), err
+
+
 def test_no_matrix_given(project):
     check(project, [], "matrix=NAME")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -100,7 +101,9 @@ def test_max_model_len_above_the_models_limit_is_vllms_own_assertion(campaign):
     _common(t)
     assert t.result["first_error_line"] == TOO_LONG_FIRST
     assert TOO_LONG_CAUSE in t.log
-    assert t.result["stop"]["exit_code"] == 1
+    # vLLM exits with 1 by itself, unless the harness's stop after fatal_grace_s comes first on a
+    # loaded machine (TERM): which one wins is a race, not the verdict, so either is right.
+    assert t.result["stop"]["exit_code"] in (1, -signal.SIGTERM), t.result["stop"]
     # The level's flag replaced the target's, it was not appended twice.
     argv = t.result["argv"]
     assert argv.count("--max-model-len") == 1 and argv[argv.index("--max-model-len") + 1] == "4096"
