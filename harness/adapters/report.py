@@ -75,6 +75,15 @@ def level_cell(s: ArmSummary, axis: str, switches: Mapping[str, tuple[str, str]]
     return level
 
 
+def setup_text(data: ReportData) -> str:
+    """"Setup: 8× NVIDIA B300 · sglang · org/model · TP8 · build v0.5.16 @ f01f706… · env …" or ""."""
+    if not data.setup:
+        return ""
+    # Hardware, engine, model and parallelism say what they are; the rest are named.
+    bare = {"hardware", "engine", "model", "parallelism"}
+    return "Setup: " + " · ".join(value if what in bare else f"{what} {value}" for what, value in data.setup)
+
+
 def verdict_for(data: ReportData, label: str) -> str:
     """The arm's READY verdict against its reference, for the live and terminal tables."""
     for c in data.comparisons:

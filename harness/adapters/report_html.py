@@ -9,9 +9,10 @@ import shlex
 from html import escape
 from typing import Iterable, Sequence
 
-from harness.adapters.report import MAX_SIG, axes_of, counts_text, failing_bs, level_cell, short
-from harness.adapters.report_plots import (OUTCOME_COLOURS, Plot, arm_name, arm_names, gates_plot, ladder_plot,
+from harness.adapters.report import MAX_SIG, axes_of, counts_text, failing_bs, level_cell, setup_text, short
+from harness.adapters.report_plots import (OUTCOME_COLOURS, Plot, arm_names, gates_plot, ladder_plot,
                                            ready_plot, timeline_plot)
+from harness.core.arms import arm_name
 from harness.core.outcome import Outcome
 from harness.core.reportdata import ReportData
 from harness.core.sequential import FixDecision
@@ -79,7 +80,7 @@ def _figure(plot: Plot | None, missing: str) -> str:
 
 def _name(name: str) -> str:
     """An arm's name as every section shows it: the label bold, then the title."""
-    label, sep, title = name.partition(" · ")
+    label, sep, title = name.partition(" (")
     return f"<b>{escape(label)}</b>{escape(sep)}{escape(title)}"
 
 
@@ -219,7 +220,7 @@ def _legend(data: ReportData) -> str:
 
 def html(data: ReportData) -> str:
     """The whole report as one self-contained HTML page."""
-    notes = "".join(f"<p>{escape(n)}</p>" for n in data.notes)
+    notes = "".join(f"<p>{escape(n)}</p>" for n in (*data.notes, setup_text(data)) if n)
     body = [
         f"<h1>{escape(data.title)}</h1>", notes, "<h2>Arms</h2>", _arm_table(data),
         "<h2>READY rate</h2>", _figure(ready_plot(data), "No launches yet."),

@@ -6,8 +6,10 @@ from __future__ import annotations
 import shlex
 from typing import Sequence
 
-from harness.adapters.report import axes_of, counts_text, gates_text, outcomes_text, p_text, short, side_text
-from harness.core.arms import title_of
+from harness.adapters.report import (
+    axes_of, counts_text, gates_text, outcomes_text, p_text, setup_text, short, side_text,
+)
+from harness.core.arms import arm_name as core_arm_name, title_of
 from harness.core.matrix import Compare
 from harness.core.reportdata import ReportData
 from harness.core.sequential import FixDecision
@@ -30,7 +32,7 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 def arm_name(data: ReportData, label: str) -> str:
     """"B (fix=on)": the same name for an arm in every section."""
     s = next((s for s in data.summaries if s.label == label), None)
-    return f"{label} ({title_of(s.levels)})" if s is not None else label
+    return core_arm_name(label, title_of(s.levels)) if s is not None else label
 
 
 def _level(data: ReportData, s: ArmSummary, axis: str) -> str:
@@ -47,11 +49,7 @@ def _interval(s: ArmSummary) -> str:
 
 
 def _setup(data: ReportData) -> list[str]:
-    if not data.setup:
-        return []
-    # Hardware, engine, model and parallelism say what they are; the rest are named.
-    bare = {"hardware", "engine", "model", "parallelism"}
-    return ["Setup: " + " · ".join(value if what in bare else f"{what} {value}" for what, value in data.setup), ""]
+    return [setup_text(data), ""] if data.setup else []
 
 
 def _arms(data: ReportData) -> list[str]:

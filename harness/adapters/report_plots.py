@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.transforms import blended_transform_factory
 
-from harness.core.arms import title_of
+from harness.core.arms import arm_name, title_of
 from harness.core.outcome import Outcome
 from harness.core.record import TrialResult
 from harness.core.reportdata import ReportData
@@ -63,11 +63,6 @@ def _render(fig: Figure, alt: str) -> Plot:
     scale = _SHOWN_DPI / DPI
     return Plot("data:image/png;base64," + base64.b64encode(png).decode("ascii"),
                 round(width * scale), round(height * scale), alt)
-
-
-def arm_name(label: str, title: str) -> str:
-    """How every section of the HTML report names an arm: its label and title ("B · fix=on")."""
-    return f"{label} · {title}"
 
 
 def arm_names(data: ReportData) -> dict[str, str]:

@@ -10,7 +10,7 @@ from typing import Sequence
 from harness.core.arms import switch_axes
 from harness.core.matrix import Matrix
 from harness.core.record import TrialResult
-from harness.core.redact import redact_env
+from harness.core.redact import redact_argv, redact_env
 
 _PR = re.compile(r"#(\d+)$")
 
@@ -46,7 +46,7 @@ def setup_of(matrix: Matrix, results: Sequence[TrialResult]) -> tuple[tuple[str,
     env = redact_env(dict(t.env))
     out.append(("env", " ".join(f"{k}={v}" for k, v in env.items()) or "none set"))
     if t.args:
-        out.append(("args", " ".join(t.args)))
+        out.append(("args", " ".join(redact_argv(t.args, t.env))))
     return tuple(out)
 
 

@@ -42,6 +42,11 @@ def title_of(levels: Mapping[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in levels.items()) or "base"
 
 
+def arm_name(label: str, title: str) -> str:
+    """How every report section names an arm: "B (fix=on)"."""
+    return f"{label} ({title})"
+
+
 def label_for(index: int) -> str:
     """A, B, … Z, AA, AB, … — spreadsheet-style labels for 0-based indices."""
     label = ""

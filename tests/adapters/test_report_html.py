@@ -96,7 +96,7 @@ def test_arm_table_lists_every_arm_with_switches_and_ready(campaign):
     assert table[0][:3] == ["Arm", "pr32467", "pr33795"]
     rows = {r[0].split()[0]: r for r in table[1:]}
     assert list(rows) == [s.label for s in data.summaries] == ["A", "B", "C", "D"]
-    assert rows["A"][0] == "A · pr32467=off, pr33795=off (ref)"
+    assert rows["A"][0] == "A (pr32467=off, pr33795=off) (ref)"
     assert rows["B"][1:3] == ["✗", "✓"] and rows["D"][1:3] == ["✓", "✓"]
     assert rows["A"][3] == "1/6" and rows["B"][3] == "1/5 +1 not counted" and rows["C"][3] == "6/6"
     assert "exact_match 0.9522 ± 0.00095 (n=6)" in rows["C"][table[0].index("gsm8k")]
@@ -109,7 +109,7 @@ def test_verdicts_table_matches_the_comparisons(campaign):
     got = [(r[0], r[1], r[verdict]) for r in table[1:]]
     names = arm_names(data)
     assert got == [(c.metric, f"{names[c.arm]} vs {names[c.ref]}", c.verdict.value) for c in data.comparisons]
-    assert ("READY", "C · pr32467=on, pr33795=off vs A · pr32467=off, pr33795=off", "BETTER") in got
+    assert ("READY", "C (pr32467=on, pr33795=off) vs A (pr32467=off, pr33795=off)", "BETTER") in got
 
 
 def test_no_secret_and_every_patch_hash(campaign):
@@ -125,7 +125,7 @@ def test_no_secret_and_every_patch_hash(campaign):
 def test_drift_lists_signatures_in_launch_order(campaign):
     *_, page = campaign
     text = " ".join("".join(Page(page).text).split())
-    assert "A · pr32467=off, pr33795=off: 5 failures drifting" in text
+    assert "A (pr32467=off, pr33795=off): 5 failures drifting" in text
     launch_tables = [t for t in Page(page).tables if t and t[0] == ["Trial", "Signature"]]
     assert [r[0] for r in launch_tables[0][1:]] == ["#1", "#2", "#3", "#4", "#5"]
     assert launch_tables[0][1][1].startswith("LIBRARY_ERROR:")
@@ -183,10 +183,10 @@ def test_every_section_names_an_arm_alike(campaign):
     legend = parsed.table_with("Arm", "Id")
     arm_cells = [r[0] for r in parsed.table_with("Arm", "pr32467")[1:]]
     for s in data.summaries:
-        name = f"{s.label} · " + ", ".join(f"{k}={v}" for k, v in s.levels.items())
+        name = f"{s.label} (" + ", ".join(f"{k}={v}" for k, v in s.levels.items()) + ")"
         assert any(c.startswith(name) for c in arm_cells)
         assert [name] == [r[0] for r in legend[1:] if r[0].split()[0] == s.label]
-        assert f"<h3><b>{s.label}</b> · " in page and name in text     # drift heading
+        assert f"<h3><b>{s.label}</b> (" in page and name in text     # drift heading
         assert all(name in alt for alt in alts), alts                 # every plot's arms, as drawn
 
 
@@ -196,3 +196,11 @@ def test_ladder_caption_names_the_campaigns_engine(campaign):
     alt = ladder_plot(command).alt
     assert "(command logs)" in alt and "sglang" not in alt
     assert "(sglang logs)" in ladder_plot(data).alt
+
+
+def test_the_page_opens_with_the_setup_line(tmp_path):
+    matrix = campaign_matrix(tmp_path)
+    write_campaign(tmp_path / "runs", matrix)
+    page = html(report_data(matrix, Store(tmp_path / "runs", matrix.name)))
+    assert ("<p>Setup: hardware not recorded · sglang · deepseek-ai/DeepSeek-V4-Pro-DSpark · TP8 · "
+            "build v0.5.16 @ f01f70600000 · env SGLANG_RAGGED_VERIFY_MODE=compact") in page
