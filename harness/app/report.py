@@ -45,7 +45,10 @@ def _legend(s: ArmSummary, results: list[TrialResult], arm: Arm | None, free_por
     """Patches and argv as last launched; env as the matrix declares it for the arm (the harness's
     own cache and temp folders left out), secrets masked."""
     latest = max(results, key=lambda r: r.trial) if results else None
-    env = redact_env(dict(arm.env)) if arm is not None else dict(latest.env) if latest else {}
+    if latest is not None and "env" in latest.config:
+        env = dict(latest.config["env"])          # as launched: the record's declared env, redacted
+    else:
+        env = redact_env(dict(arm.env)) if arm is not None else dict(latest.env) if latest else {}
     return LegendEntry(
         label=s.label, arm_id=s.arm_id, title=title_of(s.levels),
         patches=tuple((p.name, p.sha256) for p in latest.source.patches) if latest else (),
@@ -68,9 +71,16 @@ def report_data(matrix: Matrix, store: Store) -> ReportData:
     stored, whatever the matrix says now (rule_note says so when they differ)."""
     legend = store.read_arms() or [{"arm_id": a.arm_id, "label": a.label, "levels": dict(a.levels)}
                                    for a in expand(matrix)]
-    adaptive = store.read_run().get("adaptive")
+    run = store.read_run()
+    adaptive = run.get("adaptive")
     note = ""
-    if adaptive:
+    if "adaptive" in run and not adaptive and matrix.stats.adaptive:
+        # A fixed-repeats run is judged as one, whatever the matrix says now: a sequential replay of
+        # launches no rule stopped would report a look that never happened.
+        matrix = replace(matrix, repeats=store.size() or matrix.repeats,
+                         stats=replace(matrix.stats, adaptive=False))
+        note = "judged as the run was made, fixed repeats; the matrix now says repeats: auto"
+    elif adaptive:
         # Launches stopped by the sequential rule are judged by that rule, as the run stored it: a
         # fixed-sample test, or the same rule at another alpha, would not carry its error guarantee.
         rule = stored_stats(matrix.stats, adaptive)

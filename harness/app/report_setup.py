@@ -43,10 +43,22 @@ def setup_of(matrix: Matrix, results: Sequence[TrialResult]) -> tuple[tuple[str,
                       for r in results if r.source.base_sha])
     if refs:
         out.append(("build", ", ".join(refs)))
-    env = redact_env(dict(t.env))
+    # env and args as launched (the records), where every arm shares them; the matrix file only
+    # for a record written before records carried their config.
+    configs = [r.config for r in results if "env" in r.config]
+    if configs:
+        envs = [dict(c["env"]) for c in configs]
+        env = {k: v for k, v in envs[0].items() if all(e.get(k) == v for e in envs)}
+        args: list[str] = []
+        for column in zip(*(c.get("args", []) for c in configs)):     # the prefix every arm shares
+            if any(a != column[0] for a in column):
+                break
+            args.append(str(column[0]))
+    else:
+        env, args = redact_env(dict(t.env)), redact_argv(t.args, t.env)
     out.append(("env", " ".join(f"{k}={v}" for k, v in env.items()) or "none set"))
-    if t.args:
-        out.append(("args", " ".join(redact_argv(t.args, t.env))))
+    if args:
+        out.append(("args", " ".join(args)))
     return tuple(out)
 
 

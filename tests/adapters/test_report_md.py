@@ -41,7 +41,7 @@ def test_the_four_arm_report_reads_like_the_seeds_table(tmp_path):
     assert "hf_secret" not in md and "<details>" in md and md.rstrip().endswith("</details>")
 
 
-def _store_with_paths(tmp_path: Path, axes: dict, pr_axis: bool = False):
+def _store_with_paths(tmp_path: Path, axes: dict, config: bool = False):
     data = {"target": {"engine": "vllm", "model": "Qwen/Qwen3-0.6B", "env": {"VLLM_LOGGING_LEVEL": "DEBUG"}},
             "axes": axes, "repeats": 1}
     matrix = parse_matrix(data, name="paths", file=str(tmp_path / "paths.yaml"), engines=ENGINES)
@@ -59,6 +59,9 @@ def _store_with_paths(tmp_path: Path, axes: dict, pr_axis: bool = False):
             env={**arm.env, "TMPDIR": f"{worktree}/tmp", "TRITON_CACHE_DIR": f"{worktree}/cache/triton",
                  "PYTHONPATH": f"{worktree}/python"},
             source=SourceRecord(repo="/src/vllm", ref="main", base_sha="ab" * 20, worktree=worktree),
+            config={"env": {"VLLM_USE_V1": "1", "HF_TOKEN": "***", **{k: v for k, v in arm.env.items() if k == "ZSYNC"}},
+                    "args": ["--max-num-seqs", "8"]}
+            if config else {},
             started_at="2026-11-20T08:00:00+00:00", startup_s=10.0, duration_s=12.0))
     return matrix
 
@@ -85,3 +88,13 @@ def test_a_switch_that_applies_one_pull_request_is_named_by_it(tmp_path):
     matrix = _store_with_paths(tmp_path, {"pr32467": {"off": {}, "on": {"patches": [{"pr": "sgl-project/sglang#32467"}]}}})
     md = build_report(matrix, tmp_path / "runs", ("md",)).markdown
     assert "| Arm | #32467 | Result |" in md
+
+
+def test_setup_and_arm_env_are_the_launches_own_not_the_edited_matrix(tmp_path):
+    # The records say how the arms were launched; the matrix file (env VLLM_LOGGING_LEVEL) was edited since.
+    matrix = _store_with_paths(tmp_path, {"zsync": {"off": {}, "on": {"env": {"ZSYNC": "1"}}}}, config=True)
+    md = build_report(matrix, tmp_path / "runs", ("md",)).markdown
+    setup = next(line for line in md.splitlines() if line.startswith("Setup: "))
+    assert "env HF_TOKEN=*** VLLM_USE_V1=1 · args --max-num-seqs 8" in setup and "ZSYNC" not in setup
+    assert "VLLM_LOGGING_LEVEL" not in md
+    assert any(line.startswith("- **B** (zsync=on)") and "ZSYNC=1" in line for line in md.splitlines())

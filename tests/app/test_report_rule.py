@@ -101,3 +101,20 @@ def test_every_setting_of_the_rule_is_stored_and_read_back(stats):
     import json
     stored = json.loads(json.dumps(rule_settings(stats)))            # as arms.json holds it
     assert stored_stats(Stats(), stored) == stats
+
+
+def test_a_fixed_repeats_run_is_judged_as_one_when_the_matrix_now_says_auto(tmp_path):
+    auto = matrix(tmp_path, FIX_AXIS, max_repeats=36)
+    store = Store(tmp_path / "runs", auto.name)
+    arms = expand(auto)
+    store.write_arms(arms, {"file": auto.file, "adaptive": None}, size=4)     # what `repeats=4` stores
+    for arm in arms:
+        for k in range(1, 5):
+            outcome = Outcome.READY if arm.label == "B" or k == 1 else Outcome.IMA
+            store.write_result(TrialResult(matrix=auto.name, arm_id=arm.arm_id, label=arm.label,
+                                           levels=dict(arm.levels), trial=k, outcome=outcome))
+    data = report_data(auto, store)
+    ready = next(c for c in data.comparisons if c.metric == READY)
+    assert not data.stats.adaptive and ready.test == "Fisher exact" and ready.p_value is not None
+    assert (ready.k_arm, ready.n_arm, ready.k_ref, ready.n_ref) == (4, 4, 1, 4)
+    assert data.rule_note == "judged as the run was made, fixed repeats; the matrix now says repeats: auto"
