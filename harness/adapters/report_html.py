@@ -154,14 +154,25 @@ def _verdicts(data: ReportData) -> str:
     names = arm_names(data)
     rows = [[escape(c.metric), f"{_name(names.get(c.arm, c.arm))} vs {_name(names.get(c.ref, c.ref))}",
              _num(_value(c, "arm")),
-             _num(_value(c, "ref")), _num(_diff(c)), escape(c.test), _num(_p(c.p_value)), _num(_p(c.p_adjusted)),
+             _num(_value(c, "ref")), _num(_diff(c)), escape(c.rule or c.test), _num(_evidence(c)),
              f'<td class="verdict" style="background:{_VERDICT_COLOURS[c.verdict]}">{escape(c.verdict.value)}</td>',
              escape(c.note)] for c in data.comparisons]
     s = data.stats
-    return _table(["Metric", "Arm vs ref", "Arm", "Ref", "Diff [95 % CI]", "Test", "p", "Holm p", "Verdict",
+    note = f'<p class="muted">{escape(data.rule_note)}</p>' if data.rule_note else ""
+    return _table(["Metric", "Arm vs ref", "Arm", "Ref", "Diff [95 % CI]", "Rule", "Evidence", "Verdict",
                    "Note"], rows) + (
         f'<p class="muted">α = {s.alpha:g}; SAME only when the whole interval of the difference lies inside '
-        f"±{s.margin:g} (gate metrics: their own margins). Holm-adjusted within each metric.</p>")
+        f"±{s.margin:g} (gate metrics: their own margins). Holm-adjusted within each metric.</p>") + note
+
+
+def _evidence(c: Comparison) -> str:
+    """The numbers of the rule that decided: the sequential statistic against its threshold, or p."""
+    if c.statistic is not None and c.threshold is not None:
+        return f"log GLR {c.statistic:.2f} vs {c.threshold:.2f}"
+    if c.p_value is None:
+        return "-"
+    held = f" (Holm {_p(c.p_adjusted)})" if c.p_adjusted is not None and c.p_adjusted != c.p_value else ""
+    return f"p = {_p(c.p_value)}{held}"
 
 
 def _fix(data: ReportData) -> str:

@@ -70,8 +70,8 @@ def _numbers(c: Comparison) -> str:
         text += f", {c.diff:+.{digits}f}"
         if c.interval is not None:
             text += f" [{c.interval[0]:.{digits}f}, {c.interval[1]:.{digits}f}]"
-    statistic, threshold = getattr(c, "statistic", None), getattr(c, "threshold", None)
-    rule = getattr(c, "rule", "") or c.test
+    statistic, threshold = c.statistic, c.threshold
+    rule = c.rule or c.test
     if statistic is not None and threshold is not None:
         text += f"; {rule} (log GLR {statistic:.2f}, threshold {threshold:.2f})"
     elif c.p_value is not None:
@@ -91,8 +91,7 @@ def _verdicts(data: ReportData) -> list[str]:
                f"inside ±{st.margin:g}; UNKNOWN when the launches cannot tell):", ""]
     for c in data.comparisons:
         out.append(f"- {c.arm} vs {c.ref}, {c.metric}: **{c.verdict.value}** — {_numbers(c)}")
-    note = getattr(data, "rule_note", "")
-    return out + ([f"", note] if note else [])
+    return out + (["", data.rule_note] if data.rule_note else [])
 
 
 def _fix(data: ReportData) -> list[str]:

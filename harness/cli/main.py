@@ -178,7 +178,7 @@ def parser() -> argparse.ArgumentParser:
 
 _STOPPED = {
     "run": "the running server was stopped; finished trials are in the store. Run the same command again "
-           "to resume: trials with a result are not launched again",
+           "without rerun=true to resume: trials with a result are not launched again",
     "ui": "the MLflow UI was stopped",
 }
 

@@ -18,7 +18,7 @@ SETTINGS_HELP = {
     "executor": "local: one trial at a time on this machine",
     "tracking": "MLflow: tracking.enabled=false turns it off; tracking.uri=URL (default: sqlite runs_dir/mlflow.db)",
     "dry_run": "true: print the arms, each one's argv and env and the trial count; launch nothing",
-    "rerun": "true: launch again the trials that already have a result",
+    "rerun": "true: move the arms' earlier launches to runs/<matrix>/.superseded/ and launch 1..repeats afresh",
     "progress": "auto | true | false: the live view (auto: only on a terminal)",
 }
 MATRIX_HELP = {

@@ -204,3 +204,16 @@ def test_the_page_opens_with_the_setup_line(tmp_path):
     page = html(report_data(matrix, Store(tmp_path / "runs", matrix.name)))
     assert ("<p>Setup: hardware not recorded · sglang · deepseek-ai/DeepSeek-V4-Pro-DSpark · TP8 · "
             "build v0.5.16 @ f01f70600000 · env SGLANG_RAGGED_VERIFY_MODE=compact") in page
+
+
+def test_verdicts_show_the_numbers_of_the_rule_that_decided(tmp_path):
+    matrix = campaign_matrix(tmp_path)
+    store = write_campaign(tmp_path / "runs", matrix)
+    fixed = html(report_data(matrix, store))
+    assert "p = 0.0152 (Holm 0.0455)" in fixed and "Fisher exact, Holm-adjusted over 3 pairs" in fixed
+    auto = dataclasses.replace(matrix, stats=dataclasses.replace(matrix.stats, adaptive=True, max_repeats=6))
+    from harness.app.report import compute
+    page = html(compute(auto, store.read_arms(), store.results()))
+    ready = [c for c in compute(auto, store.read_arms(), store.results()).comparisons if c.metric == "READY"]
+    assert all(c.p_value is None for c in ready)
+    assert f"log GLR {ready[0].statistic:.2f} vs {ready[0].threshold:.2f}" in page and "sequential GLR" in page
