@@ -62,8 +62,10 @@ def describe(matrix: Matrix, arms: list[Arm], console: Console, checked: Checked
     t = matrix.target
     st = matrix.stats
     upto = "up to " if st.adaptive else ""
-    console.print(f"[bold]matrix {matrix.name}[/] ({matrix.file}): {len(arms)} arms × {upto}{matrix.repeats} repeats "
-                  f"= {upto}{len(arms) * matrix.repeats} trials, schedule {matrix.schedule.value}", soft_wrap=True)
+    # markup off: a path or title with [brackets] is printed as it is.
+    console.print(f"matrix {matrix.name} ({matrix.file}): {len(arms)} arms × {upto}{matrix.repeats} repeats "
+                  f"= {upto}{len(arms) * matrix.repeats} trials, schedule {matrix.schedule.value}", soft_wrap=True,
+                  markup=False, style="bold")
     if st.adaptive:
         _say(console, f"repeats: auto — a look every {st.batch} launch(es) per arm; each arm stops once "
              + (f"its failure rate is bounded against {st.max_fail_rate:.2f}" if st.goal is Goal.FIX
@@ -79,7 +81,7 @@ def describe(matrix: Matrix, arms: list[Arm], console: Console, checked: Checked
                           Path("<worktree>") if t.source else None)
         argv = [_shown(matrix, a) for a in redact_argv(engine.argv(ctx), dict(arm.env))]
         provisional = "" if checked.base or t.source is None else " (provisional)"
-        console.print(f"\n[bold]{arm.label}[/] {arm.title}  id {arm.arm_id}{provisional}", soft_wrap=True)
+        console.print(f"\n{arm.label} {arm.title}  id {arm.arm_id}{provisional}", soft_wrap=True, markup=False)
         # Shown quoted for reading and copying; the harness itself never runs a shell.
         _say(console, f"  argv: {' '.join(_quote(a) for a in argv)}")
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in redact_env(dict(arm.env)).items())
@@ -102,6 +104,6 @@ def _warnings(matrix: Matrix, console: Console, checked: Checked) -> None:
         for p in blocking:
             _say(console, f"  {p.line(matrix.file)}", style="yellow")
     if recorded:
-        _say(console, "\nwarning: a real run would launch, but record these arms as failed:", style="yellow")
+        _say(console, "\nwarning: a real run would launch despite these:", style="yellow")
         for p in recorded:
             _say(console, f"  {p.line(matrix.file)}", style="yellow")

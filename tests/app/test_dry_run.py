@@ -126,3 +126,23 @@ def test_a_patch_that_does_not_apply_is_named_and_the_checkout_is_untouched(proj
     assert "would stop a real run" not in out, "a patch that does not apply stops only its arm"
     assert _git_state(source_repo) == before and git(source_repo, "status", "--porcelain") == ""
     assert sorted(os.listdir(source_repo)) == [".git", "pkg"]
+
+
+def test_brackets_in_a_path_or_level_are_printed_as_they_are(tmp_path, monkeypatch, capsys):
+    project = tmp_path / "p[x]"
+    (project / "matrices").mkdir(parents=True)
+    monkeypatch.chdir(project)
+    file = write_matrix(project, "m", {"target": fixture_target("ready"), "axes": {"mode": {"[bold]": {}, "b": {}}}})
+    rc, out, err = cli(capsys, "run", "matrix=m", "dry_run=true")
+    assert rc == 0, out + err
+    assert f"({file})" in out and "mode=[bold]" in out
+
+
+def test_gpus_that_cannot_be_counted_are_said_in_a_dry_run(project, monkeypatch, capsys):
+    for var in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PATH", str(project))          # no nvidia-smi to count with
+    file = write_matrix(project, "m", {"target": {"engine": "vllm", "model": "m", "tp": 8}})
+    rc, out, err = cli(capsys, "run", "matrix=m", "dry_run=true")
+    assert rc == 0, out + err
+    assert "arms need up to 8 GPUs; none can be counted on this machine" in warnings_by_key(out, file)["target.tp"]

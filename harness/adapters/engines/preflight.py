@@ -71,6 +71,13 @@ def matrix_problems(matrix: Matrix, visible_gpus: int | None) -> list[Problem]:
     except ConfigError as e:
         problems.append(Problem.of(e))
     if visible_gpus is None:
+        # Not countable here (a laptop, a login node): said, not held against the run, which then
+        # treats the target as CPU-only; the cluster node is where the GPUs will be counted.
+        need = max(engine.gpus(context_for(matrix, arm, python="python", port=0)) for arm in expand(matrix))
+        if need > 1:
+            problems.append(Problem(setting_key(matrix, expand(matrix)[0], ("tp", "dp")), (
+                f"arms need up to {need} GPUs; none can be counted on this machine (no CUDA_VISIBLE_DEVICES, "
+                f"no nvidia-smi), so a run here would not check them"), blocks=False))
         return problems
     short: dict[tuple, list[Arm]] = {}   # arms short of GPUs alike are one problem, not one per arm
     for arm in expand(matrix):
