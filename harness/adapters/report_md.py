@@ -90,7 +90,8 @@ def _verdicts(data: ReportData) -> list[str]:
     out = ["", f"Verdicts ({scope}; α = {st.alpha:g}; SAME only when the 95% interval of the difference lies "
                f"inside ±{st.margin:g}; UNKNOWN when the launches cannot tell):", ""]
     for c in data.comparisons:
-        out.append(f"- {c.arm} vs {c.ref}, {c.metric}: **{c.verdict.value}** — {_numbers(c)}")
+        out.append(f"- {arm_name(data, c.arm)} vs {arm_name(data, c.ref)}, {c.metric}: **{c.verdict.value}** — "
+                   f"{_numbers(c)}")
     return out + (["", data.rule_note] if data.rule_note else [])
 
 
@@ -153,7 +154,9 @@ def _legend(data: ReportData) -> list[str]:
 
 def markdown(data: ReportData) -> str:
     """The whole report, ready to paste into a GitHub pull request or issue."""
-    out = [f"**{data.title}**", ""] + [f"{n}" for n in data.notes if n] + ([""] if data.notes else [])
+    out = [f"**{data.title}**", ""]
+    for note in data.notes:            # a paragraph each: GitHub joins consecutive lines
+        out += [note, ""]
     out += _setup(data) + _arms(data)
     how = ("READY k/n counts launches that reached ready (PATCH_FAILED, INFRA and HARNESS_ERROR are not counted); "
            "95% CI: Wilson score interval.")

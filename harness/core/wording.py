@@ -29,7 +29,7 @@ def _values(values: Sequence[object], sep: str = "/") -> str:
 
 def _failures(outcome: Outcome, rs: Sequence[TrialResult], of: int) -> str:
     text = f"{len(rs)}/{of} {WORDS.get(outcome, outcome.value)}"
-    bs = [r.ladder.failing_bs for r in rs if r.ladder.failing_bs is not None]
+    bs = sorted(r.ladder.failing_bs for r in rs if r.ladder.failing_bs is not None)
     ranks = [r.failing_rank for r in rs if r.failing_rank]
     if bs:
         text += f" at bs={_values(bs)}"

@@ -38,7 +38,7 @@ def test_markdown_tables_are_valid_with_escaped_pipes_and_switch_marks():
     for block in blocks:
         widths = {len(r.replace("\\|", "").split("|")) for r in block}
         assert len(widths) == 1, f"every row of a table has the same number of cells: {block}"
-    assert "- B vs A, READY: **UNKNOWN** — 1/2 vs 0/2" in md
+    assert "- B (pr=on) vs A (pr=off), READY: **UNKNOWN** — 1/2 vs 0/2" in md
     assert "`a1`" in md
 
 

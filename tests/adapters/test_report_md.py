@@ -34,9 +34,9 @@ def test_the_four_arm_report_reads_like_the_seeds_table(tmp_path):
     assert "| Arm | pr32467 | pr33795 | Result | READY rate [95% CI] | Gates |" in top
     assert "| C | ON | OFF | 6/6 READY, 35/35 shapes each | 1.00 [0.61, 1.00] |" in top
     assert "1/6 library error at bs=104, TP7 (CUBLAS_STATUS_EXECUTION_FAILED)" in top
-    verdicts = [line for line in top.splitlines() if line.startswith("- ") and " vs A, " in line]
+    verdicts = [line for line in top.splitlines() if line.startswith("- ") and " vs A (pr32467=off, pr33795=off), " in line]
     assert len(verdicts) == len(build_report(matrix, tmp_path / "runs", ()).data.comparisons) == 6
-    assert "- C vs A, READY: **BETTER** — 6/6 vs 1/6, +0.83 [0.28, 0.97]" in top
+    assert "- C (pr32467=on, pr33795=off) vs A (pr32467=off, pr33795=off), READY: **BETTER** — 6/6 vs 1/6, +0.83 [0.28, 0.97]" in top
     assert not re.search(r"\b[0-9a-f]{64}\b", top) and "sha256:" not in top     # hashes only in the details
     assert "hf_secret" not in md and "<details>" in md and md.rstrip().endswith("</details>")
 

@@ -37,8 +37,8 @@ def test_auto_repeats_stop_when_decided_and_resume(project):
     assert launches(project, "auto") == {"A": max(n_bad, n_same), "B": n_same, "C": n_bad}
     assert sum(launches(project, "auto").values()) < 3 * 10
     md = (project / "runs" / "auto" / "report.md").read_text()
-    assert f"- C vs A, READY: **WORSE** — 0/{n_bad} vs {n_bad}/{n_bad}, -1.00; sequential GLR" in md
-    assert f"decided at {n_bad}/arm (log GLR" in md and "- B vs A, READY: **SAME**" in md and "inside ±0.5" in md
+    assert f"- C (build=bad) vs A (build=good), READY: **WORSE** — 0/{n_bad} vs {n_bad}/{n_bad}, -1.00; sequential GLR" in md
+    assert f"decided at {n_bad}/arm (log GLR" in md and "- B (build=same) vs A (build=good), READY: **SAME**" in md and "inside ±0.5" in md
     again = run_cli("run", "matrix=auto", "progress=false", "tracking.enabled=false", cwd=project)
     assert again.returncode == 0 and "0 trials run" in again.stdout
     html = run_cli("report", "matrix=auto", "format=html", cwd=project)
