@@ -48,26 +48,32 @@ class TrialSpec:
     base_sha: str | None = None
 
 
-@functools.lru_cache(maxsize=1)
-def gpu_names() -> str | None:
-    """"8× NVIDIA B300" from nvidia-smi (or "1× NVIDIA H200, 1× NVIDIA H100"); None without one."""
+@functools.lru_cache(maxsize=8)
+def gpu_names(visible: str | None = None) -> str | None:
+    """"8× NVIDIA B300" from nvidia-smi (or "1× NVIDIA H200, 1× NVIDIA H100"): the GPUs a server
+    with CUDA_VISIBLE_DEVICES=visible sees (indices or UUIDs; None: all). None without nvidia-smi."""
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return None
     try:
-        out = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True,
-                             timeout=20, check=True).stdout
+        out = subprocess.run([smi, "--query-gpu=index,uuid,name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=20, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    names = Counter(line.strip() for line in out.splitlines() if line.strip())
+    wanted = None if visible is None else {v.strip() for v in visible.split(",") if v.strip()}
+    names: Counter[str] = Counter()
+    for line in out.splitlines():
+        parts = [p.strip() for p in line.split(",", 2)]
+        if len(parts) == 3 and (wanted is None or parts[0] in wanted or parts[1] in wanted):
+            names[parts[2]] += 1
     return ", ".join(f"{n}× {name}" for name, n in names.items()) or None
 
 
-def host_info() -> dict[str, str]:
-    """Where the trial ran."""
+def host_info(env: dict[str, str] | None = None) -> dict[str, str]:
+    """Where the trial ran; the GPUs as the server's env (CUDA_VISIBLE_DEVICES) shows them."""
     info = {"hostname": socket.gethostname(), "platform": platform.platform(), "machine": platform.machine(),
             "python": platform.python_version(), "harness": __version__}
-    gpus = gpu_names()
+    gpus = gpu_names({**os.environ, **(env or {})}.get("CUDA_VISIBLE_DEVICES"))
     if gpus:
         info["gpus"] = gpus
     return info
@@ -192,7 +198,7 @@ def run_trial(spec: TrialSpec, store: Store) -> TrialResult:
         outcome=Outcome.HARNESS_ERROR, launch_id=uuid.uuid4().hex, engine=t.engine, model=arm.model,
         tp=arm.tp, dp=arm.dp, ep=arm.ep,
         started_at=datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
-        host=host_info(),
+        host=host_info(dict(arm.env)),
         source=SourceRecord(repo=str(spec.source_top) if spec.source_top else None,
                             ref=getattr(t.source, "ref", None), base_sha=spec.base_sha))
     t0 = time.monotonic()

@@ -28,3 +28,12 @@ def test_arm_without_results_and_unknown_arm():
     s = summarize([r("b", 1, Outcome.READY)], legend)
     assert [x.arm_id for x in s] == ["a", "b"] and s[1].label == "B'"
     assert s[0].n == 0 and s[0].ready_text == "0/0" and s[0].interval == (0.0, 1.0)
+
+
+def test_every_failing_bs_is_kept_for_the_complete_formats():
+    from harness.core.record import Ladder, TrialResult
+    from harness.core.outcome import Outcome
+    from harness.core.summary import summarize_arm
+    rs = [TrialResult(matrix="m", arm_id="a", label="A", levels={}, trial=k, outcome=Outcome.IMA,
+                      ladder=Ladder(failing_bs=bs)) for k, bs in enumerate((1, 16, 32, 64, 96, 128), start=1)]
+    assert [bs for bs, _ in summarize_arm("a", "A", {}, rs).failing_bs] == [1, 16, 32, 64, 96, 128]
