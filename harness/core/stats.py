@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import numpy as np
+if TYPE_CHECKING:      # numpy is loaded by the functions that use it: not on the CLI's start-up path
+    import numpy as np
 
 RATE_TESTS = ("fisher", "barnard")
 
@@ -75,6 +76,7 @@ def barnard_p_value(k1: int, n1: int, k2: int, n2: int) -> float:
     ties the observed one exactly (its mirror, 0/6 vs 5/6 against 1/6 vs 6/6) can rank below it by
     one rounding step and drop out of the tail, giving p = 0.0039 where the test's p is 0.0063. Here
     the ranking is exact, in integers."""
+    import numpy as np
     if n1 <= 0 or n2 <= 0 or not (0 <= k1 <= n1 and 0 <= k2 <= n2):
         raise ValueError(f"counts outside 0..n: {k1}/{n1}, {k2}/{n2}")
     n = n1 + n2
@@ -98,12 +100,14 @@ def barnard_p_value(k1: int, n1: int, k2: int, n2: int) -> float:
 
 
 def _log_comb(n: int) -> np.ndarray:
+    import numpy as np
     return np.array([math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) for i in range(n + 1)])
 
 
 def _max_over_rate(w: np.ndarray, n: int) -> float:
     """max over p in [0, 1] of sum_s w_s · Binomial(s; n, p): a grid, then two finer grids around
     the highest points (a polynomial of degree n has few, wide peaks; p found to 2.5e-8)."""
+    import numpy as np
     s = np.arange(n + 1)
     log_comb = _log_comb(n)
 
