@@ -97,9 +97,14 @@ def test_ready_serves_http_and_stops_on_term(tmp_path):
     assert "Application startup complete" in srv.result.log_tail
 
 
+# A server that exits by itself after its fatal line: the grace is a bound, not a wait, so a long one
+# costs nothing and keeps a loaded machine from turning its own exit code into the harness's TERM.
+EXITS_BY_ITSELF_GRACE_S = 60.0
+
+
 def test_crash_is_fatal_with_exit_code_and_complete_log(tmp_path):
     sink = RegexSink()
-    with Server(fixture_spec(tmp_path, "crash"), sink) as srv:
+    with Server(fixture_spec(tmp_path, "crash", fatal_grace_s=EXITS_BY_ITSELF_GRACE_S), sink) as srv:
         run = srv.wait_ready()
     assert (run.state, run.fatal, run.exit_code) == ("fatal", Outcome.IMA, 1)
     assert run.stop.exit_code == 1 and run.stop.signal is None and run.stop.reaped
@@ -284,7 +289,7 @@ def test_fatal_line_behind_a_burst_just_before_exit_is_not_lost(tmp_path):
         sys.stdout.write("RuntimeError: CUDA error: an illegal memory access was encountered\n")
         sys.exit(1)
     """
-    with Server(script_spec(tmp_path, code), RegexSink()) as srv:
+    with Server(script_spec(tmp_path, code, fatal_grace_s=EXITS_BY_ITSELF_GRACE_S), RegexSink()) as srv:
         run = srv.wait_ready()
     assert (run.state, run.fatal, run.exit_code) == ("fatal", Outcome.IMA, 1)
 
