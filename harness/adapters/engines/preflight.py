@@ -103,8 +103,8 @@ def matrix_problems(matrix: Matrix, visible_gpus: int | None) -> list[Problem]:
 
 
 def check_matrix(matrix: Matrix, visible_gpus: int | None) -> None:
-    """matrix_problems as an error: ConfigError (file and key) for the first one."""
-    problems = matrix_problems(matrix, visible_gpus)
+    """matrix_problems as an error: ConfigError (file and key) for the first that blocks a run."""
+    problems = [p for p in matrix_problems(matrix, visible_gpus) if p.blocks]
     if problems:
         raise ConfigError(problems[0].message, file=matrix.file, key=problems[0].key)
 
