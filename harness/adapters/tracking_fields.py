@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping, Sequence
 
 from harness.core.outcome import Outcome
@@ -169,7 +169,8 @@ def run_times_ms(result: TrialResult) -> tuple[int | None, int | None]:
         return None, None
     if t0.tzinfo is None:
         t0 = t0.replace(tzinfo=timezone.utc)
-    start = int(t0.timestamp() * 1000)
+    start = round(t0.timestamp() * 1000)
     if result.duration_s is None:
         return start, None
-    return start, int((t0 + timedelta(seconds=result.duration_s)).timestamp() * 1000)
+    # The end from the start plus the duration, both in whole ms: MLflow's Duration is the launch's own.
+    return start, start + round(result.duration_s * 1000)

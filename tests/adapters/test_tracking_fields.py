@@ -45,5 +45,11 @@ def test_run_times():
     assert run_times_ms(result(started_at="1970-01-01T00:00:10Z", duration_s=1.5)) == (10_000, 11_500)
     assert run_times_ms(result(started_at="1970-01-01T00:00:10", duration_s=None)) == (10_000, None)  # naive = UTC
     assert run_times_ms(result(started_at="yesterday")) == (None, None)
+    # Millisecond starts and durations that do not add up exactly in floating point: end - start is
+    # always the duration rounded, as MLflow's Duration column shows it.
+    for started, duration in (("2026-12-01T13:17:04.123+00:00", 1.4004999), ("2026-12-01T13:17:04.999Z", 0.0015),
+                              ("2026-12-01T13:17:05.001+00:00", 402.3337)):
+        start, end = run_times_ms(result(started_at=started, duration_s=duration))
+        assert end - start == round(duration * 1000) and start % 1000 == int(started[20:23])
     # A launch's own milliseconds: a 1.4 s launch lasts 1.4 s.
     assert run_times_ms(result(started_at="1970-01-01T00:00:10.250+00:00", duration_s=1.4)) == (10_250, 11_650)
