@@ -26,11 +26,11 @@ IMA_LINE = re.compile(
 FAILING_BS = re.compile(r"Worker compute stream failed while capturing bs=(\d+)")
 
 # Unpatched launches fail with probability p = 0.43 (39/90 launches on a 2-core VM, half of them
-# with both cores busy; other measurements on the same VM under other background load gave
-# 0.40-0.66). The test fails falsely only if all MAX_LAUNCHES launches end the same way:
-# p**16 + (1-p)**16 = 1.2e-4 at p = 0.43, and < 1e-3 for any p in 0.36-0.64. (With 12
-# launches it would be 1.2e-3 at p = 0.43.) It stops at the first launch that completes the pair,
-# so it usually takes 2-4 launches of ~1.2 s.
+# with both cores busy; 0.40-0.66 under other background load), and up to every launch while a
+# compiler keeps the other core busy (16/16 seen): the rate depends on the machine, so the test
+# asserts only that a crash comes, with the log's shape, and that any READY launch reads right.
+# It fails falsely only if MAX_LAUNCHES launches in a row are READY: (1-p)**16 = 1.2e-4 at
+# p = 0.43, < 1e-3 for any p >= 0.36. It stops at the first crash: usually 1-3 launches of ~1.2 s.
 MAX_LAUNCHES = 16
 STARTUP_TIMEOUT_S = 30.0
 
@@ -159,7 +159,7 @@ def test_sigterm_during_startup_exits_cleanly(patched_dir, tmp_path):
     assert "Shutting down demo API server" in server.log()
 
 
-def test_unpatched_server_sometimes_crashes_with_ima_during_capture(tmp_path):
+def test_unpatched_server_crashes_with_ima_during_capture(tmp_path):
     outcomes: list[str] = []
     crash_log = None
     for i in range(MAX_LAUNCHES):
@@ -176,9 +176,9 @@ def test_unpatched_server_sometimes_crashes_with_ima_during_capture(tmp_path):
             assert IMA_LINE.search(crash_log), crash_log
         else:
             assert rc == 0 and READY_LINE in server.log()
-        if "READY" in outcomes and "EXITED" in outcomes:
+        if outcome == "EXITED":
             break
-    assert "READY" in outcomes and "EXITED" in outcomes, outcomes
+    assert "EXITED" in outcomes, outcomes
     lines = crash_log.splitlines()
     error_at = next(i for i, line in enumerate(lines) if FAILING_BS.search(line))
     assert lines[error_at].startswith("ERROR ")
