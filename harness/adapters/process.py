@@ -150,17 +150,20 @@ class ProcessTree:
             except psutil.NoSuchProcess:
                 pass
         psutil.wait_procs(found, timeout=KILL_WAIT_S)
+        # A survivor is what is still alive after its KILL and the wait: a process found while it
+        # was dying of the group's KILL (slow on a loaded host) was killed, not left behind.
+        left = [p for p in found if _alive(p)]
         try:
             self._popen.wait(KILL_WAIT_S)
         except subprocess.TimeoutExpired:
-            found.append(psutil.Process(self.pgid))
+            left.append(psutil.Process(self.pgid))
         self._reports.join(JOIN_TIMEOUT_S)
         returncode = self.returncode
         if returncode is None and force:
             returncode = -signal.SIGKILL   # the shim died with the server; we know what we sent
         return StopRecord(exit_code=returncode, signal=signal_name(returncode),
-                          reaped=not force and not found, force_killed=force or bool(found),
-                          survivors=tuple(sorted(p.pid for p in found)))
+                          reaped=not force and not found and not left, force_killed=force or bool(found),
+                          survivors=tuple(sorted(p.pid for p in left)))
 
     def _signal_group(self, sig: int) -> bool:
         """Signal the group while the shim (its leader) lives; False if it has already ended."""
