@@ -3,13 +3,13 @@ one row per arm with the changes as ON/OFF columns and the launches told in one 
 per verdict; outcomes, drift, full hashes and argv folded in a <details> block."""
 from __future__ import annotations
 
-import shlex
 from typing import Sequence
 
 from harness.adapters.report import (
     axes_of, counts_text, gates_text, outcomes_text, p_text, setup_text, short, side_text,
 )
 from harness.core.arms import arm_name as core_arm_name, title_of
+from harness.core.argv import shell_text
 from harness.core.matrix import Compare
 from harness.core.reportdata import ReportData
 from harness.core.sequential import FixDecision
@@ -131,16 +131,6 @@ def _drift(data: ReportData) -> list[str]:
     return out
 
 
-def _join(argv: Sequence[str]) -> str:
-    """argv quoted for a shell, the placeholders ({port}, <worktree>/…) left readable."""
-    out = []
-    for tok in argv:
-        plain = tok.replace("{port}", "PORT").replace("<worktree>", "WORKTREE")
-        quoted = shlex.quote(plain)
-        out.append(tok if quoted == plain else quoted.replace("PORT", "{port}").replace("WORKTREE", "<worktree>"))
-    return " ".join(out)
-
-
 def _legend(data: ReportData) -> list[str]:
     out = ["", "**Arms**", ""]
     for e in data.legend:
@@ -148,7 +138,7 @@ def _legend(data: ReportData) -> list[str]:
         env = " ".join(f"{k}={v}" for k, v in e.env.items()) or "none"
         out.append(f"- **{e.label}** ({e.title}), id `{e.arm_id}`: patches {patches}; env {env}")
         if e.shown_argv or e.argv:
-            out.append(f"  argv: `{_join(e.shown_argv or e.argv)}`")
+            out.append(f"  argv: `{shell_text(e.shown_argv or e.argv, ('{port}', '<worktree>'))}`")
     return out
 
 

@@ -12,6 +12,7 @@ from rich.console import Console
 from harness.adapters.engines import context_for, get_engine
 from harness.adapters.source import prcache
 from harness.app.validate import Checked
+from harness.core.argv import shell_text
 from harness.core.arms import Arm
 from harness.core.matrix import Goal, Matrix, Package
 from harness.core.redact import redact_argv, redact_env
@@ -40,11 +41,6 @@ def _source_line(matrix: Matrix, checked: Checked) -> str | None:
 
 def _shown(matrix: Matrix, token: str) -> str:
     return matrix.given_paths.get(token, token)
-
-
-def _quote(token: str) -> str:
-    # A leading ~/ stays unquoted so that a shell still expands it.
-    return "~/" + shlex.quote(token[2:]) if token.startswith("~/") and len(token) > 2 else shlex.quote(token)
 
 
 def _pr_line(arms: list[Arm]) -> str | None:
@@ -83,7 +79,7 @@ def describe(matrix: Matrix, arms: list[Arm], console: Console, checked: Checked
         provisional = "" if checked.base or t.source is None else " (provisional)"
         console.print(f"\n{arm.label} {arm.title}  id {arm.arm_id}{provisional}", soft_wrap=True, markup=False)
         # Shown quoted for reading and copying; the harness itself never runs a shell.
-        _say(console, f"  argv: {' '.join(_quote(a) for a in argv)}")
+        _say(console, f"  argv: {shell_text(argv)}")
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in redact_env(dict(arm.env)).items())
         _say(console, f"  env:  {env or '(none added)'}")
         if t.pythonpath:

@@ -1,6 +1,7 @@
 """Server flags: one function turns a base command line plus overrides into argv."""
 from __future__ import annotations
 
+import shlex
 from typing import Any, Iterable, Mapping, Sequence
 
 
@@ -68,3 +69,20 @@ def merge_args(base: Iterable[str], *overrides: Iterable[str]) -> list[str]:
             else:
                 groups[idx] = (flag, toks)
     return [tok for _, toks in groups for tok in toks]
+
+
+def shell_text(argv: Sequence[str], placeholders: Sequence[str] = ()) -> str:
+    """argv as a shell line to read and copy (the harness itself never runs one): each token quoted,
+    a leading ~/ left bare so that a shell still expands it, and placeholders ({port},
+    <worktree>) left readable inside a token."""
+    out = []
+    for tok in argv:
+        home = tok.startswith("~/") and len(tok) > 2
+        plain = tok[2:] if home else tok
+        for i, ph in enumerate(placeholders):
+            plain = plain.replace(ph, f"PLACEHOLDER{i}X")
+        quoted = shlex.quote(plain)
+        for i, ph in enumerate(placeholders):
+            quoted = quoted.replace(f"PLACEHOLDER{i}X", ph)
+        out.append(("~/" if home else "") + quoted)
+    return " ".join(out)

@@ -45,3 +45,10 @@ def test_merge_never_duplicates_a_flag(base, over):
     overridden = dict(zip(toks(over)[::2], toks(over)[1::2]))
     for flag, value in overridden.items():
         assert merged[merged.index(flag) + 1] == value
+
+
+def test_shell_text_quotes_tokens_keeps_home_bare_and_placeholders_readable():
+    from harness.core.argv import shell_text
+    assert shell_text(["~/venvs/x/bin/python", "-m", "a b", "--port", "{port}", "<worktree>/t.jinja"],
+                      ("{port}", "<worktree>")) == "~/venvs/x/bin/python -m 'a b' --port {port} <worktree>/t.jinja"
+    assert shell_text(["--x", "<free port>"]) == "--x '<free port>'"
